@@ -1,0 +1,558 @@
+//! The plan of a run: what to call, with what, how hard, and what counts as good.
+//!
+//! Two formats are read:
+//! - the reference article's `config.json` (`base_url`, `api_key`, `model`, `prompt`,
+//!   `max_tokens`, `temperature`, `concurrency_levels`, `requests_per_level`,
+//!   `timeout` in seconds), as-is;
+//! - our own, versioned [`Plan`] (`"schema": 1`), which has everything the article's
+//!   has and more.
+//!
+//! The API key is never part of a plan: [`import_config`] hands it back separately,
+//! so nothing that serialises a plan can leak it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::stream::{BodySpec, EndpointKind};
+
+/// The plan format version this crate writes.
+pub const PLAN_SCHEMA: u32 = 1;
+
+/// Latency limits: the verdict's SLO and the goodput's per-request test.
+///
+/// The verdict checks the p95 of a level against each limit; goodput counts the
+/// requests whose own TTFT, TPOT and E2E are within the limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    #[serde(default)]
+    pub ttft_p95_ms: Option<f64>,
+    #[serde(default)]
+    pub tpot_p95_ms: Option<f64>,
+    #[serde(default)]
+    pub e2e_p95_ms: Option<f64>,
+}
+
+impl Slo {
+    pub fn is_set(&self) -> bool {
+        self.ttft_p95_ms.is_some() || self.tpot_p95_ms.is_some() || self.e2e_p95_ms.is_some()
+    }
+
+    /// True when one request's figures (µs) are within every set limit. A request
+    /// without a TPOT (a single token) passes the TPOT limit.
+    pub fn is_met_by(&self, ttft_us: u64, tpot_us: Option<f64>, e2e_us: u64) -> bool {
+        let within = |limit_ms: Option<f64>, value_us: f64| {
+            limit_ms.is_none_or(|limit| value_us <= limit * 1e3)
+        };
+        within(self.ttft_p95_ms, ttft_us as f64)
+            && tpot_us.is_none_or(|t| within(self.tpot_p95_ms, t))
+            && within(self.e2e_p95_ms, e2e_us as f64)
+    }
+}
+
+/// How the prompt is made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSpec {
+    /// This exact text.
+    Text(String),
+    /// A generated English text of about this many tokens (see [`generated_prompt`]).
+    Tokens(u32),
+}
+
+/// How load is applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum LoadMode {
+    /// Closed loop: for each level, keep `concurrency` requests in flight until
+    /// `requests_per_level` have been sent.
+    Ladder {
+        levels: Vec<u32>,
+        requests_per_level: u32,
+    },
+    /// Open loop: requests arrive at `rate_rps` (evenly, or as a Poisson process)
+    /// whatever the server's speed, until `n_requests` have been sent.
+    Arrivals {
+        rate_rps: f64,
+        poisson: bool,
+        n_requests: u32,
+        /// Seed of the Poisson arrivals, so a plan is reproducible.
+        seed: u64,
+    },
+    /// Closed loop at one concurrency for a fixed time.
+    Duration { concurrency: u32, seconds: f64 },
+}
+
+/// How the key is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthStyle {
+    /// `Authorization: Bearer <key>` (OpenAI and most servers).
+    #[default]
+    Bearer,
+    /// `api-key: <key>` (Azure OpenAI and some gateways).
+    ApiKeyHeader,
+}
+
+/// Everything about a run except the key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: u32,
+    /// Normalised: no trailing slash, no endpoint path.
+    pub base_url: String,
+    pub model: String,
+    #[serde(default)]
+    pub endpoint: EndpointKind,
+    pub prompt: PromptSpec,
+    pub max_tokens: u32,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Ask for the usage chunk (`stream_options.include_usage`).
+    #[serde(default = "yes")]
+    pub include_usage: bool,
+    /// Extra top-level fields of the request body.
+    #[serde(default)]
+    pub extra_body: Map<String, Value>,
+    /// Extra request headers (gateways need them). Never the key.
+    #[serde(default)]
+    pub extra_headers: Vec<(String, String)>,
+    #[serde(default)]
+    pub auth: AuthStyle,
+    pub load: LoadMode,
+    /// Requests sent before the first level and left out of every figure: they pay
+    /// for connection set-up and the CORS preflight.
+    #[serde(default)]
+    pub warmup_requests: u32,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    #[serde(default)]
+    pub slo: Slo,
+    #[serde(default)]
+    pub analysis: AnalysisParams,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A finite number above zero (NaN and infinity are not).
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// Parameters of the capacity analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisParams {
+    /// The knee is where doubling concurrency adds less than this share of the
+    /// proportional throughput gain (0.25: doubling adds less than 25%).
+    pub knee_gain_share: f64,
+    /// The safe concurrency is this fraction of the knee (the article's 70%).
+    pub safe_fraction: f64,
+}
+
+impl Default for AnalysisParams {
+    fn default() -> Self {
+        AnalysisParams {
+            knee_gain_share: 0.25,
+            safe_fraction: 0.7,
+        }
+    }
+}
+
+impl Plan {
+    /// The default plan: the local simulator, a short ladder, done in well under a minute.
+    pub fn default_for_simulator(base_url: &str) -> Plan {
+        Plan {
+            schema: PLAN_SCHEMA,
+            base_url: base_url.to_owned(),
+            model: "tokenmeter-sim".into(),
+            endpoint: EndpointKind::Chat,
+            prompt: PromptSpec::Text("请用300字介绍大模型推理中的prefill和decode两个阶段".into()),
+            max_tokens: 128,
+            temperature: Some(0.7),
+            include_usage: true,
+            extra_body: Map::new(),
+            extra_headers: Vec::new(),
+            auth: AuthStyle::Bearer,
+            load: LoadMode::Ladder {
+                levels: vec![1, 2, 4, 8, 16],
+                requests_per_level: 8,
+            },
+            warmup_requests: 1,
+            timeout_s: 60.0,
+            slo: Slo {
+                ttft_p95_ms: Some(1000.0),
+                tpot_p95_ms: Some(100.0),
+                e2e_p95_ms: None,
+            },
+            analysis: AnalysisParams::default(),
+        }
+    }
+
+    /// The full URL requests go to.
+    pub fn endpoint_url(&self) -> String {
+        format!("{}{}", self.base_url, self.endpoint.path())
+    }
+
+    /// The prompt text of request number `index` (generated prompts are the same
+    /// for every request).
+    pub fn prompt_text(&self) -> String {
+        match &self.prompt {
+            PromptSpec::Text(text) => text.clone(),
+            PromptSpec::Tokens(n) => generated_prompt(*n),
+        }
+    }
+
+    pub fn body_spec(&self) -> BodySpec {
+        BodySpec {
+            kind: self.endpoint,
+            model: self.model.clone(),
+            prompt: self.prompt_text(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            include_usage: self.include_usage,
+            extra: self.extra_body.clone(),
+        }
+    }
+
+    /// Checks the plan; every problem is one sentence a user can act on.
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        if let Err(err) = normalize_base_url(&self.base_url) {
+            problems.push(err);
+        }
+        if self.model.trim().is_empty() {
+            problems.push(
+                "the model is empty: enter a model ID, or load the list from the server".into(),
+            );
+        }
+        if self.max_tokens == 0 {
+            problems.push("max_tokens must be at least 1".into());
+        }
+        if !positive(self.timeout_s) {
+            problems.push("the timeout must be more than 0 seconds".into());
+        }
+        match &self.load {
+            LoadMode::Ladder {
+                levels,
+                requests_per_level,
+            } => {
+                if levels.is_empty() {
+                    problems.push("give at least one concurrency level, e.g. 1,2,4,8,16".into());
+                }
+                if levels.contains(&0) {
+                    problems.push("a concurrency level must be at least 1".into());
+                }
+                if *requests_per_level == 0 {
+                    problems.push("requests per level must be at least 1".into());
+                }
+            }
+            LoadMode::Arrivals {
+                rate_rps,
+                n_requests,
+                ..
+            } => {
+                if !positive(*rate_rps) {
+                    problems.push("the arrival rate must be more than 0 requests/s".into());
+                }
+                if *n_requests == 0 {
+                    problems.push("send at least one request".into());
+                }
+            }
+            LoadMode::Duration {
+                concurrency,
+                seconds,
+            } => {
+                if *concurrency == 0 {
+                    problems.push("the concurrency must be at least 1".into());
+                }
+                if !positive(*seconds) {
+                    problems.push("the duration must be more than 0 seconds".into());
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// A prompt of about `n_tokens` tokens for BPE tokenizers: each word below is one
+/// token, with its leading space, in the GPT, Llama and Qwen vocabularies.
+pub fn generated_prompt(n_tokens: u32) -> String {
+    const WORDS: [&str; 16] = [
+        " the", " time", " of", " first", " token", " is", " what", " a", " user", " feels",
+        " when", " the", " model", " starts", " to", " answer",
+    ];
+    let mut text = String::from("Repeat");
+    for i in 1..n_tokens.max(1) as usize {
+        text.push_str(WORDS[i % WORDS.len()]);
+    }
+    text
+}
+
+/// A base URL as typed, normalised: surrounding space and trailing slashes removed,
+/// and an endpoint path the user pasted by mistake removed. The `Ok` side carries
+/// notes that explain what was changed.
+pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> {
+    let mut url = input.trim().to_owned();
+    let mut notes = Vec::new();
+    if url.is_empty() {
+        return Err("the base URL is empty: e.g. http://127.0.0.1:8000/v1".into());
+    }
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "the base URL must start with http:// or https://, e.g. https://{url}"
+        ));
+    }
+    if url.contains('?') || url.contains('#') {
+        return Err("the base URL must not have a query (?) or fragment (#)".into());
+    }
+    while url.ends_with('/') {
+        url.pop();
+        if !notes.iter().any(|n: &String| n.contains("trailing")) {
+            notes.push("removed the trailing slash".into());
+        }
+    }
+    for suffix in ["/chat/completions", "/completions"] {
+        if url.to_ascii_lowercase().ends_with(suffix) {
+            url.truncate(url.len() - suffix.len());
+            notes.push(format!(
+                "removed {suffix} from the end: the base URL stops before the endpoint path, which tokenmeter adds"
+            ));
+            break;
+        }
+    }
+    if url.split("://").nth(1).is_none_or(|rest| rest.is_empty()) {
+        return Err("the base URL has no host".into());
+    }
+    Ok((url, notes))
+}
+
+/// Parses concurrency levels typed as `1,2,4,8,16` (commas and/or spaces): sorted,
+/// without duplicates.
+pub fn parse_levels(input: &str) -> Result<Vec<u32>, String> {
+    let mut levels = Vec::new();
+    for part in input
+        .split([',', ' ', '\t', '，'])
+        .filter(|p| !p.is_empty())
+    {
+        let level: u32 = part
+            .parse()
+            .map_err(|_| format!("`{part}` is not a whole number: write levels like 1,2,4,8,16"))?;
+        if level == 0 {
+            return Err("a concurrency level must be at least 1".into());
+        }
+        if level > 10_000 {
+            return Err(format!(
+                "{level} is more concurrency than a browser can drive"
+            ));
+        }
+        levels.push(level);
+    }
+    if levels.is_empty() {
+        return Err("give at least one concurrency level, e.g. 1,2,4,8,16".into());
+    }
+    levels.sort_unstable();
+    levels.dedup();
+    Ok(levels)
+}
+
+/// The reference article's `config.json`, field for field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArticleConfig {
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    pub model: String,
+    pub prompt: String,
+    pub max_tokens: u32,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    pub concurrency_levels: Vec<u32>,
+    pub requests_per_level: u32,
+    /// Seconds.
+    pub timeout: f64,
+}
+
+/// A configuration read from a file or a paste: the plan, the key if the file had
+/// one (kept apart), and notes on what was adjusted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    pub plan: Plan,
+    pub api_key: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// Reads the article's `config.json` or our own plan format.
+pub fn import_config(json: &str) -> Result<Imported, String> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
+    let Value::Object(map) = &value else {
+        return Err("expected a JSON object like the article's config.json".into());
+    };
+    if map.contains_key("schema") {
+        let mut plan: Plan = serde_json::from_value(value.clone())
+            .map_err(|err| format!("this tokenmeter plan is not valid: {err}"))?;
+        if plan.schema > PLAN_SCHEMA {
+            return Err(format!(
+                "this plan was written by a newer tokenmeter (schema {}); this one reads up to {PLAN_SCHEMA}",
+                plan.schema
+            ));
+        }
+        let (base_url, notes) = normalize_base_url(&plan.base_url)?;
+        plan.base_url = base_url;
+        return Ok(Imported {
+            plan,
+            api_key: None,
+            notes,
+        });
+    }
+    let config: ArticleConfig = serde_json::from_value(value)
+        .map_err(|err| format!("this is not the article's config.json format: {err}"))?;
+    let (base_url, notes) = normalize_base_url(&config.base_url)?;
+    let mut levels = config.concurrency_levels.clone();
+    levels.sort_unstable();
+    levels.dedup();
+    let plan = Plan {
+        schema: PLAN_SCHEMA,
+        base_url,
+        model: config.model,
+        endpoint: EndpointKind::Chat,
+        prompt: PromptSpec::Text(config.prompt),
+        max_tokens: config.max_tokens,
+        temperature: config.temperature,
+        include_usage: true,
+        extra_body: Map::new(),
+        extra_headers: Vec::new(),
+        auth: AuthStyle::Bearer,
+        load: LoadMode::Ladder {
+            levels,
+            requests_per_level: config.requests_per_level,
+        },
+        warmup_requests: 0,
+        timeout_s: config.timeout,
+        slo: Slo::default(),
+        analysis: AnalysisParams::default(),
+    };
+    let api_key = config
+        .api_key
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty());
+    Ok(Imported {
+        plan,
+        api_key,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Section 3 of the reference article, verbatim.
+    const ARTICLE_CONFIG: &str = r#"{ "base_url": "https://taotoken.net/api", "api_key": "sk-你的Key填这里", "model": "你的模型ID", "prompt": "请用300字介绍大模型推理中的prefill和decode两个阶段", "max_tokens": 300, "temperature": 0.7, "concurrency_levels": [1, 2, 4, 8, 16], "requests_per_level": 8, "timeout": 60 }"#;
+
+    #[test]
+    fn reads_the_article_config_as_is() {
+        let imported = import_config(ARTICLE_CONFIG).unwrap();
+        let plan = &imported.plan;
+        assert_eq!(plan.base_url, "https://taotoken.net/api");
+        assert_eq!(plan.model, "你的模型ID");
+        assert_eq!(
+            plan.prompt,
+            PromptSpec::Text("请用300字介绍大模型推理中的prefill和decode两个阶段".into())
+        );
+        assert_eq!(plan.max_tokens, 300);
+        assert_eq!(plan.temperature, Some(0.7));
+        assert_eq!(
+            plan.load,
+            LoadMode::Ladder {
+                levels: vec![1, 2, 4, 8, 16],
+                requests_per_level: 8
+            }
+        );
+        assert_eq!(plan.timeout_s, 60.0);
+        assert_eq!(imported.api_key.as_deref(), Some("sk-你的Key填这里"));
+        assert_eq!(
+            plan.endpoint_url(),
+            "https://taotoken.net/api/chat/completions"
+        );
+        assert!(plan.validate().is_ok());
+    }
+
+    #[test]
+    fn plan_round_trips_and_never_holds_the_key() {
+        let plan = import_config(ARTICLE_CONFIG).unwrap().plan;
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(!json.contains("sk-"), "{json}");
+        let again = import_config(&json).unwrap();
+        assert_eq!(again.plan, plan);
+        assert_eq!(again.api_key, None);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_clearly() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.schema = 99;
+        let err = import_config(&serde_json::to_string(&plan).unwrap()).unwrap_err();
+        assert!(err.contains("newer tokenmeter"), "{err}");
+    }
+
+    #[test]
+    fn unknown_article_field_is_an_error_that_says_so() {
+        let err = import_config(r#"{"base_url":"http://x/v1","model":"m","prompt":"p","max_tokens":1,"concurrency_levels":[1],"requests_per_level":1,"timeout":1,"concurrency":3}"#).unwrap_err();
+        assert!(err.contains("concurrency"), "{err}");
+    }
+
+    #[test]
+    fn base_url_normalisation_explains_itself() {
+        let (url, notes) =
+            normalize_base_url(" https://api.example.com/v1/chat/completions/ ").unwrap();
+        assert_eq!(url, "https://api.example.com/v1");
+        assert_eq!(notes.len(), 2);
+        assert!(notes[1].contains("/chat/completions"));
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8000/v1").unwrap(),
+            ("http://127.0.0.1:8000/v1".into(), vec![])
+        );
+        assert!(normalize_base_url("api.example.com/v1").is_err());
+        assert!(normalize_base_url("https://").is_err());
+        assert!(normalize_base_url("").is_err());
+        let (url, _) = normalize_base_url("http://h/v1/completions").unwrap();
+        assert_eq!(url, "http://h/v1");
+    }
+
+    #[test]
+    fn levels_parse_sort_and_explain() {
+        assert_eq!(parse_levels("1,2,4,8,16").unwrap(), [1, 2, 4, 8, 16]);
+        assert_eq!(parse_levels(" 8 2, 4，1 2").unwrap(), [1, 2, 4, 8]);
+        assert!(parse_levels("1,two").unwrap_err().contains("two"));
+        assert!(parse_levels("0,1").is_err());
+        assert!(parse_levels(" , ").is_err());
+    }
+
+    #[test]
+    fn generated_prompt_has_the_asked_number_of_words() {
+        let p = generated_prompt(64);
+        assert_eq!(p.split(' ').count(), 64);
+        assert_eq!(generated_prompt(0), "Repeat");
+    }
+
+    #[test]
+    fn slo_per_request() {
+        let slo = Slo {
+            ttft_p95_ms: Some(100.0),
+            tpot_p95_ms: Some(10.0),
+            e2e_p95_ms: None,
+        };
+        assert!(slo.is_met_by(100_000, Some(10_000.0), 9_999_999));
+        assert!(!slo.is_met_by(100_001, Some(1.0), 0));
+        assert!(!slo.is_met_by(1, Some(10_001.0), 0));
+        assert!(slo.is_met_by(1, None, 0));
+        assert!(Slo::default().is_met_by(u64::MAX, Some(f64::MAX), u64::MAX));
+    }
+}

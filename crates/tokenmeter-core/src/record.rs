@@ -1,0 +1,761 @@
+//! One request, from the moment the scheduler wanted to send it to the end of its
+//! stream: a [`RecordBuilder`] is fed the response as it arrives, and
+//! [`RecordBuilder::finish`] turns it into an immutable [`RequestRecord`].
+//!
+//! Every timestamp is in microseconds on one time origin chosen by the caller (the
+//! worker uses the page's `performance.timeOrigin`). The metric definitions follow
+//! vLLM's `bench serve`:
+//!
+//! | metric | definition |
+//! |---|---|
+//! | client queue time | `sent − wanted`: waiting for a free slot, kept out of TTFT |
+//! | TTFT | first token of any kind (reasoning or answer) − `sent` |
+//! | time to first answer token | first `content`/`text` token − `sent` |
+//! | E2E | end of the response body − `sent` |
+//! | TPOT | `(E2E − TTFT) / (N_out − 1)`, for `N_out ≥ 2` |
+//! | ITL | gaps between consecutive token-bearing events, pooled over requests |
+//! | decode TPS | `(N_out − 1) / (t_last − t_first)` |
+//!
+//! `N_out` is `usage.completion_tokens` when the server sent it, else the number of
+//! token-bearing events; the record says which, and by how much the two differ
+//! (servers that pack several tokens into one event make chunk counting wrong).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{body_sample, parse_retry_after, ErrorKind, RequestError, BODY_SAMPLE_BYTES},
+    sse::{SseError, SseEvent, SseLimits, SseParser},
+    stream::{interpret, StreamItem, Usage},
+};
+
+/// Where `N_out` came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// `usage.completion_tokens` from the server.
+    Usage,
+    /// The number of token-bearing events (one token each, assumed).
+    Chunks,
+}
+
+/// What is known when a request is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestStart {
+    /// Unique within a run.
+    pub id: u64,
+    /// The concurrency level (closed loop) this request belongs to.
+    pub concurrency: u32,
+    /// A warm-up request: measured, never summarised.
+    pub warmup: bool,
+    /// When the scheduler wanted to send it (a slot freed, or its arrival time came).
+    pub wanted_us: u64,
+    /// When `fetch` was called.
+    pub sent_us: u64,
+}
+
+/// How the response body ended, as the caller saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The body ended normally.
+    Complete,
+    /// The caller's timeout fired and aborted the request.
+    TimedOut,
+    /// The user cancelled the run.
+    Cancelled,
+    /// The request or the body read failed (in a browser, a `TypeError` from `fetch`).
+    NetworkError { message: String },
+}
+
+/// One finished request. Immutable: summaries are computed from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub id: u64,
+    pub concurrency: u32,
+    pub warmup: bool,
+    pub wanted_us: u64,
+    pub sent_us: u64,
+    /// When the response headers arrived.
+    pub headers_us: Option<u64>,
+    /// The first token-bearing event (reasoning or answer).
+    pub first_token_us: Option<u64>,
+    /// The first event carrying answer text.
+    pub first_answer_us: Option<u64>,
+    /// The last token-bearing event.
+    pub last_token_us: Option<u64>,
+    /// When the body ended (or the request was given up).
+    pub end_us: u64,
+    pub status: Option<u16>,
+    /// Body bytes received.
+    pub n_bytes: u64,
+    /// Token-bearing events (reasoning and answer).
+    pub n_token_events: u64,
+    /// Of those, events carrying reasoning text only.
+    pub n_reasoning_events: u64,
+    /// The `usage` object, when the server sent one.
+    pub usage: Option<Usage>,
+    /// `N_out`: see the module docs. `None` when no token arrived.
+    pub n_out: Option<u64>,
+    pub token_source: TokenSource,
+    /// `usage.completion_tokens − n_token_events`, when both exist.
+    pub token_mismatch: Option<i64>,
+    pub finish_reason: Option<String>,
+    /// `data: [DONE]` arrived.
+    pub saw_done: bool,
+    /// Arrival time of each token-bearing event.
+    pub token_times_us: Vec<u64>,
+    /// Comment lines (`: keep-alive`) in the stream.
+    pub n_comment_lines: u64,
+    /// The generated answer text, exactly as streamed (kept when asked for).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_text: Option<String>,
+    /// `None` for a successful request.
+    pub error: Option<RequestError>,
+}
+
+impl RequestRecord {
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    pub fn queue_us(&self) -> u64 {
+        self.sent_us.saturating_sub(self.wanted_us)
+    }
+
+    pub fn ttft_us(&self) -> Option<u64> {
+        self.first_token_us.map(|t| t.saturating_sub(self.sent_us))
+    }
+
+    /// Time to the first answer token (differs from TTFT when reasoning comes first).
+    pub fn ttfat_us(&self) -> Option<u64> {
+        self.first_answer_us.map(|t| t.saturating_sub(self.sent_us))
+    }
+
+    pub fn e2e_us(&self) -> u64 {
+        self.end_us.saturating_sub(self.sent_us)
+    }
+
+    /// `(E2E − TTFT) / (N_out − 1)` in µs, for `N_out ≥ 2`.
+    pub fn tpot_us(&self) -> Option<f64> {
+        let n_out = self.n_out?;
+        let ttft = self.ttft_us()?;
+        (n_out >= 2).then(|| (self.e2e_us().saturating_sub(ttft)) as f64 / (n_out - 1) as f64)
+    }
+
+    /// Gaps between consecutive token-bearing events, µs.
+    pub fn itls_us(&self) -> impl Iterator<Item = u64> + '_ {
+        self.token_times_us
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]))
+    }
+
+    /// `(N_out − 1) / (t_last − t_first)` in tokens per second.
+    pub fn decode_tps(&self) -> Option<f64> {
+        let n_out = self.n_out?;
+        let span_us = self.last_token_us?.checked_sub(self.first_token_us?)?;
+        (n_out >= 2 && span_us > 0).then(|| (n_out - 1) as f64 * 1e6 / span_us as f64)
+    }
+
+    /// The article's per-request TPS: `(n_chunks − 1) / (t_last − t_first)`, counting
+    /// content chunks only (its `tps`, summed into `tps_sum`).
+    pub fn article_tps(&self) -> Option<f64> {
+        let span_us = self.last_token_us?.checked_sub(self.first_token_us?)?;
+        (self.n_token_events >= 2 && span_us > 0)
+            .then(|| (self.n_token_events - 1) as f64 * 1e6 / span_us as f64)
+    }
+}
+
+/// Options of a [`RecordBuilder`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordOptions {
+    pub sse_limits: SseLimits,
+    /// Keep the answer text in the record (for display and exactness checks).
+    pub keep_text: bool,
+}
+
+/// Accumulates one request's response as it arrives.
+#[derive(Debug)]
+pub struct RecordBuilder {
+    start: RequestStart,
+    keep_text: bool,
+    parser: SseParser,
+    scratch: Vec<SseEvent>,
+    status: Option<u16>,
+    headers_us: Option<u64>,
+    is_event_stream: bool,
+    retry_after_s: Option<f64>,
+    head_bytes: Vec<u8>,
+    n_bytes: u64,
+    n_data_events: u64,
+    first_token_us: Option<u64>,
+    first_answer_us: Option<u64>,
+    token_times_us: Vec<u64>,
+    n_reasoning_events: u64,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    saw_done: bool,
+    text: String,
+    error: Option<RequestError>,
+}
+
+impl RecordBuilder {
+    pub fn new(start: RequestStart, options: RecordOptions) -> Self {
+        RecordBuilder {
+            start,
+            keep_text: options.keep_text,
+            parser: SseParser::new(options.sse_limits),
+            scratch: Vec::new(),
+            status: None,
+            headers_us: None,
+            is_event_stream: true,
+            retry_after_s: None,
+            head_bytes: Vec::new(),
+            n_bytes: 0,
+            n_data_events: 0,
+            first_token_us: None,
+            first_answer_us: None,
+            token_times_us: Vec::new(),
+            n_reasoning_events: 0,
+            usage: None,
+            finish_reason: None,
+            saw_done: false,
+            text: String::new(),
+            error: None,
+        }
+    }
+
+    pub fn start(&self) -> &RequestStart {
+        &self.start
+    }
+
+    /// Tokens seen so far (token-bearing events), for live progress.
+    pub fn n_token_events(&self) -> u64 {
+        self.token_times_us.len() as u64
+    }
+
+    /// The response headers arrived at `at_us`.
+    ///
+    /// `content_type` and `retry_after` are the raw header values, when present.
+    pub fn on_headers(
+        &mut self,
+        status: u16,
+        content_type: Option<&str>,
+        retry_after: Option<&str>,
+        at_us: u64,
+    ) {
+        self.status = Some(status);
+        self.headers_us = Some(at_us);
+        self.is_event_stream = content_type.is_none_or(|ct| {
+            ct.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        });
+        self.retry_after_s = retry_after.and_then(parse_retry_after);
+    }
+
+    /// A chunk of the body arrived at `at_us`.
+    pub fn on_bytes(&mut self, chunk: &[u8], at_us: u64) {
+        self.n_bytes += chunk.len() as u64;
+        if self.head_bytes.len() < BODY_SAMPLE_BYTES {
+            let room = BODY_SAMPLE_BYTES - self.head_bytes.len();
+            self.head_bytes
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        if self.error.is_some() || !self.status_is_success() {
+            return;
+        }
+        let mut events = std::mem::take(&mut self.scratch);
+        let result = self.parser.feed(chunk, at_us, &mut events);
+        self.take_events(&mut events);
+        self.scratch = events;
+        if let Err(err) = result {
+            self.fail_sse(err);
+        }
+    }
+
+    /// The request is over: returns the immutable record.
+    pub fn finish(mut self, end: StreamEnd, at_us: u64) -> RequestRecord {
+        if self.error.is_none() {
+            self.error = self.classify_end(end, at_us);
+        }
+        let n_token_events = self.token_times_us.len() as u64;
+        let completion_tokens = self.usage.and_then(|u| u.completion_tokens);
+        let (n_out, token_source) = match completion_tokens {
+            Some(n) => (Some(n), TokenSource::Usage),
+            None => (
+                (n_token_events > 0).then_some(n_token_events),
+                TokenSource::Chunks,
+            ),
+        };
+        RequestRecord {
+            id: self.start.id,
+            concurrency: self.start.concurrency,
+            warmup: self.start.warmup,
+            wanted_us: self.start.wanted_us,
+            sent_us: self.start.sent_us,
+            headers_us: self.headers_us,
+            first_token_us: self.first_token_us,
+            first_answer_us: self.first_answer_us,
+            last_token_us: self.token_times_us.last().copied(),
+            end_us: at_us,
+            status: self.status,
+            n_bytes: self.n_bytes,
+            n_token_events,
+            n_reasoning_events: self.n_reasoning_events,
+            usage: self.usage,
+            n_out,
+            token_source,
+            token_mismatch: completion_tokens.map(|n| n as i64 - n_token_events as i64),
+            finish_reason: self.finish_reason,
+            saw_done: self.saw_done,
+            token_times_us: self.token_times_us,
+            n_comment_lines: self.parser.n_comment_lines(),
+            output_text: self.keep_text.then_some(self.text),
+            error: self.error,
+        }
+    }
+
+    fn status_is_success(&self) -> bool {
+        self.status.is_none_or(|s| (200..300).contains(&s)) && self.is_event_stream
+    }
+
+    fn classify_end(&mut self, end: StreamEnd, at_us: u64) -> Option<RequestError> {
+        let error = |kind: ErrorKind, detail: String| RequestError {
+            kind,
+            detail,
+            body_sample: None,
+            retry_after_s: None,
+        };
+        match end {
+            StreamEnd::Cancelled => {
+                return Some(error(ErrorKind::Cancelled, "cancelled by the user".into()))
+            }
+            StreamEnd::TimedOut if self.headers_us.is_none() => {
+                return Some(error(
+                    ErrorKind::TimeoutBeforeHeaders,
+                    "no response headers before the timeout".into(),
+                ))
+            }
+            StreamEnd::TimedOut => {
+                return Some(error(
+                    ErrorKind::TimeoutMidStream,
+                    format!(
+                        "the stream had not ended at the timeout ({} tokens so far)",
+                        self.token_times_us.len()
+                    ),
+                ))
+            }
+            StreamEnd::NetworkError { message } if self.headers_us.is_none() => {
+                return Some(error(ErrorKind::Network, message))
+            }
+            StreamEnd::NetworkError { message } => {
+                return Some(self.with_sample(error(
+                    ErrorKind::StreamCut,
+                    format!("the connection failed mid-stream: {message}"),
+                )))
+            }
+            StreamEnd::Complete => {}
+        }
+        let status = self.status.unwrap_or(0);
+        if let Some(kind) = ErrorKind::from_status(status) {
+            let mut err = self.with_sample(error(kind, format!("HTTP {status}")));
+            err.retry_after_s = self.retry_after_s;
+            return Some(err);
+        }
+        if !self.is_event_stream {
+            return Some(self.with_sample(error(
+                ErrorKind::NotEventStream,
+                "the response is not text/event-stream".into(),
+            )));
+        }
+        let mut events = std::mem::take(&mut self.scratch);
+        let result = self.parser.finish(at_us, &mut events);
+        self.take_events(&mut events);
+        if let Err(err) = result {
+            self.fail_sse(err);
+        }
+        if let Some(err) = self.error.take() {
+            return Some(err);
+        }
+        if self.token_times_us.is_empty() {
+            let detail = if self.n_data_events == 0 && self.n_bytes > 0 {
+                "the body held no server-sent event"
+            } else {
+                "the stream ended without a token"
+            };
+            return Some(self.with_sample(error(ErrorKind::EmptyStream, detail.into())));
+        }
+        if !self.saw_done && self.finish_reason.is_none() {
+            return Some(self.with_sample(error(
+                ErrorKind::StreamCut,
+                format!(
+                    "the stream ended after {} tokens without [DONE] or a finish_reason",
+                    self.token_times_us.len()
+                ),
+            )));
+        }
+        None
+    }
+
+    fn with_sample(&self, mut err: RequestError) -> RequestError {
+        if !self.head_bytes.is_empty() {
+            err.body_sample = Some(body_sample(&self.head_bytes));
+        }
+        err
+    }
+
+    fn fail_sse(&mut self, err: SseError) {
+        if self.error.is_none() {
+            self.error = Some(RequestError {
+                kind: ErrorKind::EventTooLarge,
+                detail: err.to_string(),
+                body_sample: None,
+                retry_after_s: None,
+            });
+        }
+    }
+
+    fn take_events(&mut self, events: &mut Vec<SseEvent>) {
+        for event in events.drain(..) {
+            if self.saw_done || self.error.is_some() {
+                continue;
+            }
+            self.n_data_events += 1;
+            match interpret(&event.data) {
+                Ok(StreamItem::Done) => self.saw_done = true,
+                Ok(StreamItem::Error { message }) => {
+                    self.error = Some(RequestError {
+                        kind: ErrorKind::StreamErrorEvent,
+                        detail: message,
+                        body_sample: Some(body_sample(event.data.as_bytes())),
+                        retry_after_s: None,
+                    });
+                }
+                Ok(StreamItem::Chunk(chunk)) => {
+                    if chunk.has_tokens() {
+                        self.first_token_us.get_or_insert(event.at_us);
+                        self.token_times_us.push(event.at_us);
+                        if chunk.content.is_empty() {
+                            self.n_reasoning_events += 1;
+                        } else {
+                            self.first_answer_us.get_or_insert(event.at_us);
+                        }
+                        if self.keep_text {
+                            self.text.push_str(&chunk.content);
+                        }
+                    }
+                    if chunk.usage.is_some() {
+                        self.usage = chunk.usage;
+                    }
+                    if chunk.finish_reason.is_some() {
+                        self.finish_reason = chunk.finish_reason;
+                    }
+                }
+                Err(err) => {
+                    self.error = Some(RequestError {
+                        kind: ErrorKind::MalformedJson,
+                        detail: err.to_string(),
+                        body_sample: Some(body_sample(event.data.as_bytes())),
+                        retry_after_s: None,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: RequestStart = RequestStart {
+        id: 1,
+        concurrency: 4,
+        warmup: false,
+        wanted_us: 1_000,
+        sent_us: 1_500,
+    };
+
+    fn content(text: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]})
+        )
+    }
+
+    fn reasoning(text: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"choices":[{"index":0,"delta":{"reasoning_content":text}}]})
+        )
+    }
+
+    const ROLE: &str =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    const FINISH: &str =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+    const DONE: &str = "data: [DONE]\n\n";
+
+    fn usage(n: u64) -> String {
+        format!(
+            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
+            n + 10
+        )
+    }
+
+    fn builder() -> RecordBuilder {
+        let mut b = RecordBuilder::new(
+            START,
+            RecordOptions {
+                keep_text: true,
+                ..RecordOptions::default()
+            },
+        );
+        b.on_headers(200, Some("text/event-stream; charset=utf-8"), None, 1_900);
+        b
+    }
+
+    #[test]
+    fn plain_stream_metrics_are_exact() {
+        let mut b = builder();
+        b.on_bytes(ROLE.as_bytes(), 2_000);
+        b.on_bytes(content("你").as_bytes(), 101_500); // TTFT 100 ms
+        b.on_bytes(content("好").as_bytes(), 121_500);
+        b.on_bytes(content("！").as_bytes(), 151_500);
+        b.on_bytes(FINISH.as_bytes(), 151_600);
+        b.on_bytes(DONE.as_bytes(), 151_700);
+        let r = b.finish(StreamEnd::Complete, 161_500); // E2E 160 ms
+        assert!(r.is_ok(), "{:?}", r.error);
+        assert_eq!(r.queue_us(), 500);
+        assert_eq!(r.ttft_us(), Some(100_000));
+        assert_eq!(r.ttfat_us(), Some(100_000));
+        assert_eq!(r.e2e_us(), 160_000);
+        assert_eq!(r.n_out, Some(3));
+        assert_eq!(r.token_source, TokenSource::Chunks);
+        assert_eq!(r.token_mismatch, None);
+        // (160 ms − 100 ms) / (3 − 1) = 30 ms
+        assert_eq!(r.tpot_us(), Some(30_000.0));
+        assert_eq!(r.itls_us().collect::<Vec<_>>(), [20_000, 30_000]);
+        // (3 − 1) tokens / 50 ms = 40 tokens/s
+        assert_eq!(r.decode_tps(), Some(40.0));
+        assert_eq!(r.output_text.as_deref(), Some("你好！"));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn usage_wins_over_chunk_count_and_mismatch_is_reported() {
+        // A server that packs several tokens per event: 2 events, 7 tokens.
+        let mut b = builder();
+        b.on_bytes(content("one two three").as_bytes(), 11_500);
+        b.on_bytes(content(" four five six seven").as_bytes(), 71_500);
+        b.on_bytes(usage(7).as_bytes(), 71_600);
+        b.on_bytes(DONE.as_bytes(), 71_700);
+        let r = b.finish(StreamEnd::Complete, 71_500 + 10_000);
+        assert_eq!(r.n_out, Some(7));
+        assert_eq!(r.token_source, TokenSource::Usage);
+        assert_eq!(r.token_mismatch, Some(5));
+        // TTFT 10 ms, E2E 80 ms: (80 − 10) / 6 ms.
+        assert_eq!(r.tpot_us(), Some(70_000.0 / 6.0));
+        // (7 − 1) tokens over 60 ms = 100 tokens/s; the article's count says 1/0.06.
+        assert_eq!(r.decode_tps(), Some(100.0));
+        assert!((r.article_tps().unwrap() - 1.0 / 0.06).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reasoning_then_answer_has_two_first_token_times() {
+        let mut b = builder();
+        b.on_bytes(reasoning("想一想").as_bytes(), 51_500);
+        b.on_bytes(reasoning("……").as_bytes(), 61_500);
+        b.on_bytes(content("答").as_bytes(), 201_500);
+        b.on_bytes(FINISH.as_bytes(), 201_600);
+        b.on_bytes(DONE.as_bytes(), 201_700);
+        let r = b.finish(StreamEnd::Complete, 201_800);
+        assert_eq!(r.ttft_us(), Some(50_000));
+        assert_eq!(r.ttfat_us(), Some(200_000));
+        assert_eq!(r.n_reasoning_events, 2);
+        assert_eq!(r.n_out, Some(3));
+        assert_eq!(r.output_text.as_deref(), Some("答"));
+    }
+
+    #[test]
+    fn single_token_response() {
+        let mut b = builder();
+        b.on_bytes(
+            format!("{}{FINISH}{DONE}", content("Yes")).as_bytes(),
+            41_500,
+        );
+        let r = b.finish(StreamEnd::Complete, 42_000);
+        assert!(r.is_ok());
+        assert_eq!(r.ttft_us(), Some(40_000));
+        assert_eq!(r.n_out, Some(1));
+        assert_eq!(r.tpot_us(), None, "TPOT needs two tokens");
+        assert_eq!(r.decode_tps(), None);
+        assert_eq!(r.itls_us().count(), 0);
+    }
+
+    #[test]
+    fn whole_stream_in_one_chunk_split_utf8_across_chunks() {
+        let body = format!("{}{}{FINISH}{DONE}", content("中文"), content("测试"));
+        let bytes = body.as_bytes();
+        let mut b = builder();
+        for (i, piece) in bytes.chunks(5).enumerate() {
+            b.on_bytes(piece, 10_000 + i as u64);
+        }
+        let r = b.finish(StreamEnd::Complete, 50_000);
+        assert_eq!(r.output_text.as_deref(), Some("中文测试"));
+        assert_eq!(r.n_out, Some(2));
+    }
+
+    #[test]
+    fn http_errors_keep_status_sample_and_retry_after() {
+        let mut b = RecordBuilder::new(START, RecordOptions::default());
+        b.on_headers(429, Some("application/json"), Some("3"), 5_000);
+        b.on_bytes(br#"{"error":{"message":"slow down"}}"#, 5_100);
+        let r = b.finish(StreamEnd::Complete, 5_200);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::RateLimited);
+        assert_eq!(err.retry_after_s, Some(3.0));
+        assert_eq!(
+            err.body_sample.as_deref(),
+            Some(r#"{"error":{"message":"slow down"}}"#)
+        );
+        assert_eq!(r.status, Some(429));
+    }
+
+    #[test]
+    fn html_502_is_a_server_error() {
+        let mut b = RecordBuilder::new(START, RecordOptions::default());
+        b.on_headers(502, Some("text/html"), None, 5_000);
+        b.on_bytes(b"<html><body>Bad Gateway</body></html>", 5_100);
+        let r = b.finish(StreamEnd::Complete, 5_200);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::ServerError);
+    }
+
+    #[test]
+    fn error_event_inside_a_200_stream() {
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        b.on_bytes(
+            b"data: {\"error\":{\"message\":\"out of memory\"}}\n\n",
+            20_000,
+        );
+        let r = b.finish(StreamEnd::Complete, 30_000);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::StreamErrorEvent);
+        assert_eq!(err.detail, "out of memory");
+    }
+
+    #[test]
+    fn stream_cut_before_done() {
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        b.on_bytes(content("b").as_bytes(), 20_000);
+        let r = b.finish(StreamEnd::Complete, 30_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::StreamCut);
+        assert_eq!(r.n_out, Some(2), "what arrived is still counted");
+    }
+
+    #[test]
+    fn network_failure_mid_stream_is_a_cut() {
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        let r = b.finish(
+            StreamEnd::NetworkError {
+                message: "network error".into(),
+            },
+            30_000,
+        );
+        assert_eq!(r.error.unwrap().kind, ErrorKind::StreamCut);
+    }
+
+    #[test]
+    fn network_failure_before_headers() {
+        let b = RecordBuilder::new(START, RecordOptions::default());
+        let r = b.finish(
+            StreamEnd::NetworkError {
+                message: "TypeError: Failed to fetch".into(),
+            },
+            30_000,
+        );
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::Network);
+        assert_eq!(err.detail, "TypeError: Failed to fetch");
+    }
+
+    #[test]
+    fn timeouts_before_and_after_headers() {
+        let b = RecordBuilder::new(START, RecordOptions::default());
+        let r = b.finish(StreamEnd::TimedOut, 60_000_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::TimeoutBeforeHeaders);
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        let r = b.finish(StreamEnd::TimedOut, 60_000_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::TimeoutMidStream);
+    }
+
+    #[test]
+    fn empty_stream_and_not_an_event_stream() {
+        let mut b = builder();
+        b.on_bytes(format!("{ROLE}{FINISH}{DONE}").as_bytes(), 10_000);
+        let r = b.finish(StreamEnd::Complete, 11_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::EmptyStream);
+
+        let mut b = RecordBuilder::new(START, RecordOptions::default());
+        b.on_headers(200, Some("application/json"), None, 5_000);
+        b.on_bytes(br#"{"choices":[{"message":{"content":"hi"}}]}"#, 6_000);
+        let r = b.finish(StreamEnd::Complete, 7_000);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::NotEventStream);
+        assert!(err.body_sample.unwrap().contains("message"));
+    }
+
+    #[test]
+    fn malformed_json_event() {
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        b.on_bytes(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}\n\n",
+            20_000,
+        );
+        let r = b.finish(StreamEnd::Complete, 30_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::MalformedJson);
+    }
+
+    #[test]
+    fn oversized_event_is_a_typed_error() {
+        let mut b = RecordBuilder::new(
+            START,
+            RecordOptions {
+                sse_limits: SseLimits {
+                    max_line_bytes: 64,
+                    max_event_bytes: 64,
+                },
+                keep_text: false,
+            },
+        );
+        b.on_headers(200, Some("text/event-stream"), None, 1_000);
+        b.on_bytes(content(&"x".repeat(100)).as_bytes(), 2_000);
+        let r = b.finish(StreamEnd::Complete, 3_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::EventTooLarge);
+    }
+
+    #[test]
+    fn cancelled_keeps_what_arrived() {
+        let mut b = builder();
+        b.on_bytes(content("a").as_bytes(), 10_000);
+        let r = b.finish(StreamEnd::Cancelled, 12_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::Cancelled);
+        assert_eq!(r.n_token_events, 1);
+    }
+
+    #[test]
+    fn finish_reason_without_done_is_complete_and_done_without_newline() {
+        let mut b = builder();
+        b.on_bytes(format!("{}{FINISH}", content("a")).as_bytes(), 10_000);
+        assert!(b.finish(StreamEnd::Complete, 11_000).is_ok());
+        let mut b = builder();
+        b.on_bytes(format!("{}data: [DONE]", content("a")).as_bytes(), 10_000);
+        let r = b.finish(StreamEnd::Complete, 11_000);
+        assert!(r.is_ok());
+        assert!(r.saw_done);
+    }
+}

@@ -1,0 +1,463 @@
+//! The run document (versioned JSON: plan without the key, environment, per-request
+//! records, summaries, verdict) and its CSV and Markdown renderings.
+//!
+//! The document's schema is an interface: `docs/run-document.md` describes every
+//! field. Add fields with `#[serde(default)]`; bump [`RUN_SCHEMA`] only for a change
+//! an older reader would misread, and keep reading the older versions.
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{ErrorKind, Lang},
+    plan::Plan,
+    record::RequestRecord,
+    stats::Distribution,
+    summary::{LevelStats, Summary},
+    verdict::{analyse, Verdict},
+};
+
+/// The run document version this crate writes.
+pub const RUN_SCHEMA: u32 = 1;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Done,
+    Cancelled,
+}
+
+/// Which program wrote the document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ToolInfo {
+    fn default() -> Self {
+        ToolInfo {
+            name: "tokenmeter".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// Where the run was measured from. Every field is optional: a native caller knows
+/// less than a browser.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// The page's origin (never the endpoint's key or query).
+    #[serde(default)]
+    pub page_origin: Option<String>,
+    /// The smallest step of the clock, µs (browsers coarsen `performance.now()`).
+    #[serde(default)]
+    pub timer_resolution_us: Option<f64>,
+    #[serde(default)]
+    pub cross_origin_isolated: Option<bool>,
+    #[serde(default)]
+    pub hardware_concurrency: Option<u32>,
+    /// Conditions that affect the figures (hidden tab, HTTP/1.1 connection limit, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Everything about one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunDocument {
+    pub schema: u32,
+    #[serde(default)]
+    pub tool: ToolInfo,
+    pub run_id: String,
+    /// ISO 8601, as the caller's clock had it.
+    pub started_at: String,
+    pub status: RunStatus,
+    /// The plan, which never holds the key.
+    pub plan: Plan,
+    #[serde(default)]
+    pub environment: Environment,
+    /// One summary per concurrency level, ascending.
+    pub levels: Vec<Summary>,
+    /// All levels together.
+    pub total: Summary,
+    pub verdict: Verdict,
+    /// Every request, warm-ups included (marked).
+    pub records: Vec<RequestRecord>,
+}
+
+impl RunDocument {
+    /// Computes summaries and the verdict from the records.
+    pub fn build(
+        run_id: String,
+        started_at: String,
+        status: RunStatus,
+        plan: Plan,
+        environment: Environment,
+        records: Vec<RequestRecord>,
+    ) -> RunDocument {
+        let mut by_level: BTreeMap<u32, LevelStats> = BTreeMap::new();
+        for record in records.iter().filter(|r| !r.warmup) {
+            by_level
+                .entry(record.concurrency)
+                .or_insert_with(|| LevelStats::new(record.concurrency))
+                .add(record);
+        }
+        let mut total = LevelStats::default();
+        for stats in by_level.values() {
+            total += stats;
+        }
+        if by_level.len() == 1 {
+            // One level: the run total is that level, concurrency included.
+            total.concurrency = by_level.keys().next().copied();
+        }
+        let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
+        let verdict = analyse(&levels, &plan.slo, &plan.analysis);
+        RunDocument {
+            schema: RUN_SCHEMA,
+            tool: ToolInfo::default(),
+            run_id,
+            started_at,
+            status,
+            total: total.summary(&plan.slo),
+            plan,
+            environment,
+            levels,
+            verdict,
+            records,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a run document always serialises")
+    }
+
+    /// Reads a document written by this or an earlier version.
+    pub fn from_json(json: &str) -> Result<RunDocument, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
+        let schema = value.get("schema").and_then(serde_json::Value::as_u64);
+        match schema {
+            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_value(value)
+                .map_err(|err| format!("this run document is damaged: {err}")),
+            Some(s) => Err(format!(
+                "this run was saved by a newer tokenmeter (schema {s}); this one reads up to {RUN_SCHEMA}"
+            )),
+            None => Err("this is not a tokenmeter run document (no schema field)".into()),
+        }
+    }
+
+    /// One row per level.
+    pub fn levels_csv(&self) -> String {
+        let mut out = String::from(
+            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails\n",
+        );
+        for s in &self.levels {
+            let row = [
+                s.concurrency.map(|c| c.to_string()).unwrap_or_default(),
+                s.n_requests.to_string(),
+                s.n_ok.to_string(),
+                s.n_fail.to_string(),
+                s.n_cancelled.to_string(),
+                pick(s.ttft_ms, |d| d.p50),
+                pick(s.ttft_ms, |d| d.p95),
+                pick(s.ttft_ms, |d| d.p99),
+                pick(s.ttfat_ms, |d| d.p50),
+                pick(s.ttfat_ms, |d| d.p95),
+                pick(s.tpot_ms, |d| d.p50),
+                pick(s.tpot_ms, |d| d.p95),
+                pick(s.itl_ms, |d| d.p99),
+                pick(s.e2e_ms, |d| d.p95),
+                pick(s.queue_ms, |d| d.p95),
+                pick(s.decode_tps, |d| d.mean),
+                num(s.output_tps),
+                num(s.request_throughput_rps),
+                s.goodput_rps.map(num).unwrap_or_default(),
+                num(s.tps_sum_article),
+                num(s.peak_output_tps),
+                s.peak_concurrency.to_string(),
+                s.n_usage_counted.to_string(),
+                s.n_mismatched.to_string(),
+                fails_text(&s.fails_by_kind),
+            ];
+            push_csv_row(&mut out, &row);
+        }
+        out
+    }
+
+    /// One row per request.
+    pub fn requests_csv(&self) -> String {
+        let mut out = String::from(
+            "id,concurrency,warmup,status,error_kind,error_detail,queue_ms,ttft_ms,ttfat_ms,tpot_ms,e2e_ms,n_out,token_source,token_mismatch,n_token_events,decode_tps,finish_reason\n",
+        );
+        for r in &self.records {
+            let us_ms = |us: Option<u64>| us.map(|t| num(t as f64 / 1e3)).unwrap_or_default();
+            let row = [
+                r.id.to_string(),
+                r.concurrency.to_string(),
+                r.warmup.to_string(),
+                r.status.map(|s| s.to_string()).unwrap_or_default(),
+                r.error
+                    .as_ref()
+                    .map(|e| e.kind.name().to_owned())
+                    .unwrap_or_default(),
+                r.error
+                    .as_ref()
+                    .map(|e| e.detail.clone())
+                    .unwrap_or_default(),
+                us_ms(Some(r.queue_us())),
+                us_ms(r.ttft_us()),
+                us_ms(r.ttfat_us()),
+                r.tpot_us().map(|t| num(t / 1e3)).unwrap_or_default(),
+                us_ms(Some(r.e2e_us())),
+                r.n_out.map(|n| n.to_string()).unwrap_or_default(),
+                format!("{:?}", r.token_source).to_lowercase(),
+                r.token_mismatch.map(|m| m.to_string()).unwrap_or_default(),
+                r.n_token_events.to_string(),
+                r.decode_tps().map(num).unwrap_or_default(),
+                r.finish_reason.clone().unwrap_or_default(),
+            ];
+            push_csv_row(&mut out, &row);
+        }
+        out
+    }
+
+    /// A report for people: the article's table and more, the verdict, the errors.
+    pub fn markdown(&self, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        let mut out = String::new();
+        let status = match (self.status, zh) {
+            (RunStatus::Done, false) => "done",
+            (RunStatus::Cancelled, false) => "cancelled",
+            (RunStatus::Done, true) => "已完成",
+            (RunStatus::Cancelled, true) => "已取消",
+        };
+        let _ = writeln!(out, "# tokenmeter: {} ({})\n", self.plan.model, status);
+        let _ = writeln!(
+            out,
+            "{} `{}` · max_tokens {} · {} {}\n",
+            if zh { "接口" } else { "Endpoint" },
+            self.plan.endpoint_url(),
+            self.plan.max_tokens,
+            if zh { "开始于" } else { "started" },
+            self.started_at
+        );
+        let header = if zh {
+            "| 并发 | 成功 | 失败 | TTFT p50 | TTFT p95 | TTFT p99 | TPOT p50 | TPOT p95 | ITL p99 | E2E p95 | 单请求 TPS 均值 | 总输出 tok/s | 请求/s | goodput/s |"
+        } else {
+            "| concurrency | n_ok | n_fail | TTFT p50 | TTFT p95 | TTFT p99 | TPOT p50 | TPOT p95 | ITL p99 | E2E p95 | TPS mean | output tok/s | req/s | goodput/s |"
+        };
+        let _ = writeln!(out, "{header}\n|{}", "---|".repeat(14));
+        for s in &self.levels {
+            let ms = |d: Option<Distribution>, f: fn(&Distribution) -> f64| {
+                d.map(|d| format!("{:.1} ms", f(&d)))
+                    .unwrap_or_else(|| "–".into())
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.2} | {} |",
+                s.concurrency.unwrap_or_default(),
+                s.n_ok,
+                s.n_fail,
+                ms(s.ttft_ms, |d| d.p50),
+                ms(s.ttft_ms, |d| d.p95),
+                ms(s.ttft_ms, |d| d.p99),
+                ms(s.tpot_ms, |d| d.p50),
+                ms(s.tpot_ms, |d| d.p95),
+                ms(s.itl_ms, |d| d.p99),
+                ms(s.e2e_ms, |d| d.p95),
+                s.decode_tps
+                    .map(|d| format!("{:.1}", d.mean))
+                    .unwrap_or_else(|| "–".into()),
+                s.output_tps,
+                s.request_throughput_rps,
+                s.goodput_rps
+                    .map(|g| format!("{g:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n## {}\n\n{}\n",
+            if zh { "结论" } else { "Verdict" },
+            if zh {
+                &self.verdict.explanation_zh
+            } else {
+                &self.verdict.explanation_en
+            }
+        );
+        if !self.total.fails_by_kind.is_empty() {
+            let _ = writeln!(out, "## {}\n", if zh { "错误" } else { "Errors" });
+            for (kind, n) in &self.total.fails_by_kind {
+                let _ = writeln!(out, "- **{}** ×{n}: {}", kind.title(lang), kind.hint(lang));
+            }
+        }
+        out
+    }
+}
+
+fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
+    d.map(|d| num(f(&d))).unwrap_or_default()
+}
+
+/// Numbers in CSV: three decimals, no trailing zeros.
+fn num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_owned()
+    }
+}
+
+fn fails_text(fails: &BTreeMap<ErrorKind, u64>) -> String {
+    fails
+        .iter()
+        .map(|(k, n)| format!("{}:{n}", k.name()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn push_csv_row(out: &mut String, fields: &[String]) {
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if field.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&field.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(field);
+        }
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        error::RequestError,
+        record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
+    };
+
+    fn record(id: u64, concurrency: u32, sent: u64, n_tokens: u64, gap: u64) -> RequestRecord {
+        let mut b = RecordBuilder::new(
+            RequestStart {
+                id,
+                concurrency,
+                warmup: false,
+                wanted_us: sent,
+                sent_us: sent,
+            },
+            RecordOptions::default(),
+        );
+        b.on_headers(200, Some("text/event-stream"), None, sent + 1_000);
+        let mut t = sent + 100_000;
+        for _ in 0..n_tokens {
+            b.on_bytes(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+                t,
+            );
+            t += gap;
+        }
+        b.on_bytes(b"data: [DONE]\n\n", t);
+        b.finish(StreamEnd::Complete, t)
+    }
+
+    fn document() -> RunDocument {
+        let mut records = vec![
+            record(1, 1, 0, 10, 10_000),
+            record(2, 2, 1_000_000, 10, 20_000),
+            record(3, 2, 1_000_000, 10, 20_000),
+        ];
+        let mut failed = record(4, 2, 1_500_000, 2, 10_000);
+        failed.error = Some(RequestError {
+            kind: ErrorKind::RateLimited,
+            detail: "HTTP 429, \"slow\"".into(),
+            body_sample: None,
+            retry_after_s: Some(1.0),
+        });
+        records.push(failed);
+        let mut warm = record(0, 1, 0, 3, 1_000);
+        warm.warmup = true;
+        records.push(warm);
+        RunDocument::build(
+            "run-1".into(),
+            "2026-12-02T09:00:00Z".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            records,
+        )
+    }
+
+    #[test]
+    fn build_groups_levels_and_skips_warmups() {
+        let doc = document();
+        assert_eq!(doc.levels.len(), 2);
+        assert_eq!(doc.levels[0].concurrency, Some(1));
+        assert_eq!(doc.levels[1].n_ok, 2);
+        assert_eq!(doc.levels[1].fails_by_kind[&ErrorKind::RateLimited], 1);
+        assert_eq!(doc.total.n_requests, 4);
+        assert_eq!(doc.total.concurrency, None);
+        assert_eq!(doc.records.len(), 5);
+    }
+
+    #[test]
+    fn json_round_trip_and_version_checks() {
+        let doc = document();
+        let json = doc.to_json();
+        assert_eq!(RunDocument::from_json(&json).unwrap(), doc);
+        let newer = json.replacen("\"schema\": 1", "\"schema\": 7", 1);
+        assert!(RunDocument::from_json(&newer)
+            .unwrap_err()
+            .contains("newer"));
+        assert!(RunDocument::from_json("{}")
+            .unwrap_err()
+            .contains("no schema"));
+    }
+
+    #[test]
+    fn csv_rows_and_escaping() {
+        let doc = document();
+        let levels = doc.levels_csv();
+        let lines: Vec<&str> = levels.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("concurrency,n_requests,n_ok,n_fail"));
+        // Level 1: one request, TTFT 100 ms, 10 tokens 10 ms apart, E2E 200 ms.
+        let fields: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(&fields[..6], ["1", "1", "1", "0", "0", "100"]);
+        assert!(lines[2].ends_with("rate_limited:1"));
+        let requests = doc.requests_csv();
+        assert_eq!(requests.lines().count(), 6);
+        assert!(
+            requests.contains("\"HTTP 429, \"\"slow\"\"\""),
+            "{requests}"
+        );
+    }
+
+    #[test]
+    fn markdown_in_both_languages() {
+        let doc = document();
+        let en = doc.markdown(Lang::En);
+        assert!(en.contains("| concurrency | n_ok |"));
+        assert!(en.contains("| 1 | 1 | 0 | 100.0 ms |"), "{en}");
+        assert!(en.contains("Rate limited (429)"));
+        let zh = doc.markdown(Lang::Zh);
+        assert!(zh.contains("| 并发 | 成功 |"));
+        assert!(zh.contains("被限流"));
+    }
+
+    #[test]
+    fn numbers_are_compact() {
+        assert_eq!(num(100.0), "100");
+        assert_eq!(num(0.12345), "0.123");
+        assert_eq!(num(-0.0001), "0");
+    }
+}

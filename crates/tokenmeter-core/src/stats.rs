@@ -1,0 +1,115 @@
+//! Exact descriptive statistics from all samples.
+//!
+//! Percentiles use linear interpolation between the two closest ranks, the method of
+//! numpy's default `np.percentile` (Hyndman and Fan's type 7), which vLLM's
+//! `bench serve`, the reference article's script and most benchmark scripts use:
+//! for sorted samples `x[0..n]` and `p` in `[0, 100]`, let `h = (n − 1)·p/100`; the
+//! percentile is `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])`. The standard deviation is
+//! the population one (numpy's default, `ddof = 0`).
+//!
+//! No histogram, no sketch: LLM benchmarks have thousands of samples, not billions,
+//! and a sketch's error would be one more thing to explain.
+
+use serde::{Deserialize, Serialize};
+
+/// The summary of one metric over a set of samples, in the samples' unit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    pub n: u64,
+    pub mean: f64,
+    pub std: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl Distribution {
+    /// Describes `samples` (in any order); `None` when there are none. NaNs are ignored.
+    pub fn of(samples: &[f64]) -> Option<Distribution> {
+        let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        Some(Distribution {
+            n: n as u64,
+            mean,
+            std: var.sqrt(),
+            min: sorted[0],
+            max: sorted[n - 1],
+            p50: percentile_sorted(&sorted, 50.0),
+            p90: percentile_sorted(&sorted, 90.0),
+            p95: percentile_sorted(&sorted, 95.0),
+            p99: percentile_sorted(&sorted, 99.0),
+        })
+    }
+
+    /// The same distribution with every value multiplied by `factor` (unit change).
+    pub fn scaled(self, factor: f64) -> Distribution {
+        Distribution {
+            n: self.n,
+            mean: self.mean * factor,
+            std: self.std * factor,
+            min: self.min * factor,
+            max: self.max * factor,
+            p50: self.p50 * factor,
+            p90: self.p90 * factor,
+            p95: self.p95 * factor,
+            p99: self.p99 * factor,
+        }
+    }
+}
+
+/// The `p`-th percentile (0–100) of sorted, non-empty samples, by linear interpolation.
+pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+    assert!(!sorted.is_empty(), "percentile of no samples");
+    let h = (sorted.len() - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_numpy_linear_percentiles() {
+        // np.percentile([1,2,3,4,5,6,7,8,9,10], [50,90,95,99])
+        //   -> [5.5, 9.1, 9.55, 9.91]
+        let samples: Vec<f64> = (1..=10).rev().map(f64::from).collect();
+        let d = Distribution::of(&samples).unwrap();
+        assert_eq!(d.n, 10);
+        assert_eq!(d.p50, 5.5);
+        assert!((d.p90 - 9.1).abs() < 1e-12);
+        assert!((d.p95 - 9.55).abs() < 1e-12);
+        assert!((d.p99 - 9.91).abs() < 1e-12);
+        assert_eq!(d.mean, 5.5);
+        // np.std(range(1, 11)) = 2.8722813232690143
+        assert!((d.std - 2.872_281_323_269_014_3).abs() < 1e-12);
+        assert_eq!((d.min, d.max), (1.0, 10.0));
+    }
+
+    #[test]
+    fn single_sample_and_empty() {
+        let d = Distribution::of(&[42.0]).unwrap();
+        assert_eq!((d.p50, d.p99, d.std), (42.0, 42.0, 0.0));
+        assert_eq!(Distribution::of(&[]), None);
+        assert_eq!(Distribution::of(&[f64::NAN]), None);
+    }
+
+    #[test]
+    fn eight_samples_like_the_article() {
+        // np.percentile([420, 400, 380, 450, 500, 515, 410, 430], 95) = 509.75
+        let d =
+            Distribution::of(&[420.0, 400.0, 380.0, 450.0, 500.0, 515.0, 410.0, 430.0]).unwrap();
+        assert!((d.p95 - 509.75).abs() < 1e-9);
+        assert_eq!(d.p50, 425.0);
+    }
+}

@@ -1,0 +1,446 @@
+//! Summaries of many requests: per concurrency level, and for a whole run.
+//!
+//! [`LevelStats`] is the accumulator: it keeps every sample it needs (so percentiles
+//! stay exact) and merges with another one (`+=`), like ripgrep's `Stats`.
+//! [`LevelStats::summary`] computes a [`Summary`], the figures people read.
+//!
+//! Two throughputs are reported, because they answer different questions:
+//! - `output_tps` = Σ `N_out` of successful requests / the level's wall time: what
+//!   the server delivered per second. This is the aggregate throughput.
+//! - `tps_sum_article` = Σ of per-request decode rates, the reference article's
+//!   `tps_sum`. It counts each request's rate as if it ran for the whole level, so
+//!   it is too high whenever requests do not overlap perfectly (queueing, TTFT,
+//!   uneven lengths), and the error grows under load. Reported for comparison only.
+
+use std::{collections::BTreeMap, ops::AddAssign};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::ErrorKind,
+    plan::Slo,
+    record::{RequestRecord, TokenSource},
+    stats::Distribution,
+};
+
+const US_PER_S: f64 = 1e6;
+const US_PER_MS: f64 = 1e3;
+
+/// The per-request figures of one successful request that summaries need.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct OkRow {
+    ttft_us: u64,
+    ttfat_us: Option<u64>,
+    tpot_us: Option<f64>,
+    e2e_us: u64,
+    n_out: u64,
+    decode_tps: Option<f64>,
+    article_tps: Option<f64>,
+}
+
+/// A mergeable accumulator of request records.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelStats {
+    /// The concurrency level, `None` for a merge of several levels.
+    pub concurrency: Option<u32>,
+    n_ok: u64,
+    n_cancelled: u64,
+    fails: BTreeMap<ErrorKind, u64>,
+    rows: Vec<OkRow>,
+    queue_us: Vec<u64>,
+    itl_us: Vec<u64>,
+    /// Output tokens per whole second of the run's time origin.
+    token_bins: BTreeMap<u64, u64>,
+    /// `(sent, end)` of every request, for the peak concurrency.
+    spans: Vec<(u64, u64)>,
+    first_wanted_us: Option<u64>,
+    last_end_us: Option<u64>,
+    n_usage_counted: u64,
+    n_mismatched: u64,
+    abs_mismatch_total: u64,
+}
+
+impl LevelStats {
+    pub fn new(concurrency: u32) -> Self {
+        LevelStats {
+            concurrency: Some(concurrency),
+            ..LevelStats::default()
+        }
+    }
+
+    /// Requests seen (warm-ups excluded).
+    pub fn n_requests(&self) -> u64 {
+        self.n_ok + self.n_cancelled + self.fails.values().sum::<u64>()
+    }
+
+    /// Adds one record. Warm-up requests are ignored.
+    pub fn add(&mut self, record: &RequestRecord) {
+        if record.warmup {
+            return;
+        }
+        self.first_wanted_us = Some(
+            self.first_wanted_us
+                .map_or(record.wanted_us, |t| t.min(record.wanted_us)),
+        );
+        self.last_end_us = Some(
+            self.last_end_us
+                .map_or(record.end_us, |t| t.max(record.end_us)),
+        );
+        self.spans.push((record.sent_us, record.end_us));
+        self.queue_us.push(record.queue_us());
+        match &record.error {
+            Some(err) if err.kind == ErrorKind::Cancelled => {
+                self.n_cancelled += 1;
+                return;
+            }
+            Some(err) => {
+                *self.fails.entry(err.kind).or_default() += 1;
+                return;
+            }
+            None => {}
+        }
+        let (Some(ttft_us), Some(n_out)) = (record.ttft_us(), record.n_out) else {
+            // A successful record always has a first token; be defensive all the same.
+            *self.fails.entry(ErrorKind::EmptyStream).or_default() += 1;
+            return;
+        };
+        self.n_ok += 1;
+        self.rows.push(OkRow {
+            ttft_us,
+            ttfat_us: record.ttfat_us(),
+            tpot_us: record.tpot_us(),
+            e2e_us: record.e2e_us(),
+            n_out,
+            decode_tps: record.decode_tps(),
+            article_tps: record.article_tps(),
+        });
+        self.itl_us.extend(record.itls_us());
+        // Spread N_out over the events in whole tokens (event i gets
+        // ⌊(i+1)·N/n⌋ − ⌊i·N/n⌋), so bins stay exact integers whatever the merge order.
+        let n_events = record.token_times_us.len() as u64;
+        for (i, &t) in (0u64..).zip(&record.token_times_us) {
+            let share = (i + 1) * n_out / n_events - i * n_out / n_events;
+            *self.token_bins.entry(t / 1_000_000).or_default() += share;
+        }
+        if record.token_source == TokenSource::Usage {
+            self.n_usage_counted += 1;
+        }
+        if let Some(m) = record.token_mismatch.filter(|&m| m != 0) {
+            self.n_mismatched += 1;
+            self.abs_mismatch_total += m.unsigned_abs();
+        }
+    }
+
+    /// Computes the figures; `slo` decides which requests count as goodput.
+    pub fn summary(&self, slo: &Slo) -> Summary {
+        let ms = |v: &[f64]| Distribution::of(v).map(|d| d.scaled(1.0 / US_PER_MS));
+        let collect = |f: &dyn Fn(&OkRow) -> Option<f64>| -> Vec<f64> {
+            self.rows.iter().filter_map(f).collect()
+        };
+        let wall_us = match (self.first_wanted_us, self.last_end_us) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        let wall_s = wall_us as f64 / US_PER_S;
+        let per_s = |x: f64| if wall_s > 0.0 { x / wall_s } else { 0.0 };
+        let n_out_total: u64 = self.rows.iter().map(|r| r.n_out).sum();
+        let n_good = self
+            .rows
+            .iter()
+            .filter(|r| slo.is_met_by(r.ttft_us, r.tpot_us, r.e2e_us))
+            .count() as u64;
+        Summary {
+            concurrency: self.concurrency,
+            n_requests: self.n_requests(),
+            n_ok: self.n_ok,
+            n_fail: self.fails.values().sum(),
+            n_cancelled: self.n_cancelled,
+            fails_by_kind: self.fails.clone(),
+            ttft_ms: ms(&collect(&|r| Some(r.ttft_us as f64))),
+            ttfat_ms: ms(&collect(&|r| r.ttfat_us.map(|t| t as f64))),
+            tpot_ms: ms(&collect(&|r| r.tpot_us)),
+            itl_ms: ms(&self.itl_us.iter().map(|&t| t as f64).collect::<Vec<_>>()),
+            e2e_ms: ms(&collect(&|r| Some(r.e2e_us as f64))),
+            queue_ms: ms(&self.queue_us.iter().map(|&t| t as f64).collect::<Vec<_>>()),
+            decode_tps: Distribution::of(&collect(&|r| r.decode_tps)),
+            wall_s,
+            n_out_total,
+            request_throughput_rps: per_s(self.n_ok as f64),
+            output_tps: per_s(n_out_total as f64),
+            tps_sum_article: collect(&|r| r.article_tps).iter().sum(),
+            peak_output_tps: self.token_bins.values().copied().max().unwrap_or(0) as f64,
+            peak_concurrency: peak_overlap(&self.spans),
+            n_usage_counted: self.n_usage_counted,
+            n_mismatched: self.n_mismatched,
+            mean_abs_mismatch: if self.n_mismatched > 0 {
+                self.abs_mismatch_total as f64 / self.n_mismatched as f64
+            } else {
+                0.0
+            },
+            n_good: slo.is_set().then_some(n_good),
+            goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
+        }
+    }
+}
+
+impl AddAssign<&LevelStats> for LevelStats {
+    fn add_assign(&mut self, other: &LevelStats) {
+        if self.concurrency != other.concurrency {
+            self.concurrency = None;
+        }
+        self.n_ok += other.n_ok;
+        self.n_cancelled += other.n_cancelled;
+        for (kind, n) in &other.fails {
+            *self.fails.entry(*kind).or_default() += n;
+        }
+        self.rows.extend_from_slice(&other.rows);
+        self.queue_us.extend_from_slice(&other.queue_us);
+        self.itl_us.extend_from_slice(&other.itl_us);
+        for (bin, n) in &other.token_bins {
+            *self.token_bins.entry(*bin).or_default() += n;
+        }
+        self.spans.extend_from_slice(&other.spans);
+        self.first_wanted_us = min_opt(self.first_wanted_us, other.first_wanted_us);
+        self.last_end_us = self.last_end_us.max(other.last_end_us);
+        self.n_usage_counted += other.n_usage_counted;
+        self.n_mismatched += other.n_mismatched;
+        self.abs_mismatch_total += other.abs_mismatch_total;
+    }
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// The most requests in flight at one instant (a request that ends exactly when
+/// another starts does not overlap it).
+fn peak_overlap(spans: &[(u64, u64)]) -> u32 {
+    let mut edges: Vec<(u64, i32)> = spans
+        .iter()
+        .flat_map(|&(start, end)| [(start, 1), (end.max(start), -1)])
+        .collect();
+    // Ends (-1) sort before starts (+1) at the same instant.
+    edges.sort_unstable();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        peak = peak.max(now);
+    }
+    peak as u32
+}
+
+/// The figures of one level, or of a whole run. Times in ms, rates per second.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The concurrency level; `None` for a whole run.
+    pub concurrency: Option<u32>,
+    pub n_requests: u64,
+    pub n_ok: u64,
+    /// Failures, cancelled requests excluded.
+    pub n_fail: u64,
+    pub n_cancelled: u64,
+    pub fails_by_kind: BTreeMap<ErrorKind, u64>,
+    pub ttft_ms: Option<Distribution>,
+    /// Time to the first answer token (differs from TTFT with reasoning models).
+    pub ttfat_ms: Option<Distribution>,
+    pub tpot_ms: Option<Distribution>,
+    /// Inter-token latency, pooled over all requests.
+    pub itl_ms: Option<Distribution>,
+    pub e2e_ms: Option<Distribution>,
+    /// Client queue time: waiting for a free slot before sending.
+    pub queue_ms: Option<Distribution>,
+    /// Per-request decode tokens/s.
+    pub decode_tps: Option<Distribution>,
+    /// From the first request wanting to start to the last one ending.
+    pub wall_s: f64,
+    pub n_out_total: u64,
+    /// Successful requests per second of wall time.
+    pub request_throughput_rps: f64,
+    /// Aggregate output tokens/s: Σ N_out / wall time.
+    pub output_tps: f64,
+    /// The article's `tps_sum`: Σ per-request rates (see the module docs).
+    pub tps_sum_article: f64,
+    /// The most output tokens in one whole second of the time origin.
+    pub peak_output_tps: f64,
+    pub peak_concurrency: u32,
+    /// Successful requests whose N_out came from `usage`.
+    pub n_usage_counted: u64,
+    /// Requests whose usage count differs from their chunk count.
+    pub n_mismatched: u64,
+    pub mean_abs_mismatch: f64,
+    /// Requests meeting every SLO limit (when any is set).
+    pub n_good: Option<u64>,
+    /// `n_good` per second of wall time.
+    pub goodput_rps: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        error::RequestError,
+        record::{RequestRecord, TokenSource},
+    };
+
+    /// A successful record: sent at `sent`, tokens at the given times, ending at `end`.
+    fn ok(id: u64, sent: u64, tokens: &[u64], end: u64, usage: Option<u64>) -> RequestRecord {
+        let n_events = tokens.len() as u64;
+        RequestRecord {
+            id,
+            concurrency: 2,
+            warmup: false,
+            wanted_us: sent,
+            sent_us: sent,
+            headers_us: Some(sent),
+            first_token_us: tokens.first().copied(),
+            first_answer_us: tokens.first().copied(),
+            last_token_us: tokens.last().copied(),
+            end_us: end,
+            status: Some(200),
+            n_bytes: 0,
+            n_token_events: n_events,
+            n_reasoning_events: 0,
+            usage: None,
+            n_out: Some(usage.unwrap_or(n_events)),
+            token_source: if usage.is_some() {
+                TokenSource::Usage
+            } else {
+                TokenSource::Chunks
+            },
+            token_mismatch: usage.map(|u| u as i64 - n_events as i64),
+            finish_reason: Some("stop".into()),
+            saw_done: true,
+            token_times_us: tokens.to_vec(),
+            n_comment_lines: 0,
+            output_text: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn two_overlapping_requests() {
+        let mut stats = LevelStats::new(2);
+        // A: sent 0, tokens at 100, 200, 300 ms, ends 300 ms.
+        stats.add(&ok(1, 0, &[100_000, 200_000, 300_000], 300_000, None));
+        // B: sent 100 ms, tokens at 400, 500 ms, ends 1000 ms.
+        stats.add(&ok(2, 100_000, &[400_000, 500_000], 1_000_000, None));
+        let s = stats.summary(&Slo::default());
+        assert_eq!((s.n_ok, s.n_fail, s.n_requests), (2, 0, 2));
+        let ttft = s.ttft_ms.unwrap();
+        assert_eq!((ttft.min, ttft.max, ttft.p50), (100.0, 300.0, 200.0));
+        // TPOT: A (300 − 100)/2 = 100 ms; B (900 − 300)/1 = 600 ms.
+        let tpot = s.tpot_ms.unwrap();
+        assert_eq!((tpot.min, tpot.max), (100.0, 600.0));
+        // ITL pooled: 100, 100, 100 ms.
+        assert_eq!(s.itl_ms.unwrap().n, 3);
+        assert_eq!(s.itl_ms.unwrap().mean, 100.0);
+        // Wall 1 s; 5 tokens; 2 requests.
+        assert_eq!(s.wall_s, 1.0);
+        assert_eq!(s.output_tps, 5.0);
+        assert_eq!(s.request_throughput_rps, 2.0);
+        // Article: A 2/0.2 = 10/s, B 1/0.1 = 10/s, summed 20/s: four times too high.
+        assert_eq!(s.tps_sum_article, 20.0);
+        assert_eq!(s.peak_output_tps, 5.0);
+        assert_eq!(s.peak_concurrency, 2);
+    }
+
+    #[test]
+    fn failures_grouped_and_cancelled_apart_and_warmup_ignored() {
+        let mut stats = LevelStats::new(2);
+        let mut warm = ok(9, 0, &[10, 20], 30, None);
+        warm.warmup = true;
+        stats.add(&warm);
+        for (i, kind) in [
+            ErrorKind::Auth,
+            ErrorKind::Auth,
+            ErrorKind::Cancelled,
+            ErrorKind::StreamCut,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = ok(i as u64, 0, &[], 50, None);
+            r.error = Some(RequestError {
+                kind,
+                detail: String::new(),
+                body_sample: None,
+                retry_after_s: None,
+            });
+            stats.add(&r);
+        }
+        let s = stats.summary(&Slo::default());
+        assert_eq!(
+            (s.n_requests, s.n_ok, s.n_fail, s.n_cancelled),
+            (4, 0, 3, 1)
+        );
+        assert_eq!(s.fails_by_kind[&ErrorKind::Auth], 2);
+        assert_eq!(s.fails_by_kind[&ErrorKind::StreamCut], 1);
+        assert_eq!(s.ttft_ms, None);
+        assert_eq!(s.output_tps, 0.0);
+    }
+
+    #[test]
+    fn usage_counts_spread_over_events_for_bins_and_mismatch() {
+        let mut stats = LevelStats::new(1);
+        // 2 events carrying 8 tokens in all, one in second 0 and one in second 1.
+        stats.add(&ok(1, 0, &[500_000, 1_500_000], 2_000_000, Some(8)));
+        let s = stats.summary(&Slo::default());
+        assert_eq!(s.n_out_total, 8);
+        assert_eq!(s.peak_output_tps, 4.0);
+        assert_eq!((s.n_usage_counted, s.n_mismatched), (1, 1));
+        assert_eq!(s.mean_abs_mismatch, 6.0);
+    }
+
+    #[test]
+    fn merge_equals_adding_everything_to_one() {
+        let records = [
+            ok(1, 0, &[100_000, 200_000], 250_000, None),
+            ok(2, 50_000, &[300_000, 320_000, 400_000], 500_000, Some(4)),
+            ok(3, 600_000, &[700_000, 900_000], 1_200_000, None),
+        ];
+        let mut all = LevelStats::new(2);
+        records.iter().for_each(|r| all.add(r));
+        let mut a = LevelStats::new(2);
+        a.add(&records[0]);
+        let mut b = LevelStats::new(2);
+        b.add(&records[1]);
+        b.add(&records[2]);
+        a += &b;
+        let slo = Slo {
+            ttft_p95_ms: Some(150.0),
+            ..Slo::default()
+        };
+        assert_eq!(a.summary(&slo), all.summary(&slo));
+        let mut other_level = LevelStats::new(4);
+        other_level += &a;
+        assert_eq!(other_level.summary(&slo).concurrency, None);
+    }
+
+    #[test]
+    fn goodput_counts_requests_within_every_limit() {
+        let mut stats = LevelStats::new(2);
+        stats.add(&ok(1, 0, &[100_000, 200_000], 250_000, None)); // TTFT 100, TPOT 150
+        stats.add(&ok(2, 0, &[300_000, 320_000], 340_000, None)); // TTFT 300
+        stats.add(&ok(3, 0, &[50_000, 60_000], 1_000_000, None)); // TPOT 950
+        let slo = Slo {
+            ttft_p95_ms: Some(200.0),
+            tpot_p95_ms: Some(200.0),
+            e2e_p95_ms: None,
+        };
+        let s = stats.summary(&slo);
+        assert_eq!(s.n_good, Some(1));
+        assert_eq!(s.goodput_rps, Some(1.0));
+        assert_eq!(stats.summary(&Slo::default()).goodput_rps, None);
+    }
+
+    #[test]
+    fn peak_overlap_touching_spans_do_not_overlap() {
+        assert_eq!(peak_overlap(&[(0, 10), (10, 20), (20, 30)]), 1);
+        assert_eq!(peak_overlap(&[(0, 10), (5, 20), (6, 7)]), 3);
+        assert_eq!(peak_overlap(&[]), 0);
+    }
+}

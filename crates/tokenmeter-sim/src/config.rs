@@ -1,0 +1,59 @@
+//! The simulator's command line, which is also its configuration in tests.
+
+use std::net::IpAddr;
+
+use clap::Parser;
+
+use crate::{engine::EngineParams, fault::Fault};
+
+/// An OpenAI-compatible streaming server that behaves like a continuous-batching
+/// inference engine, with ground truth for every token it sends.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "tokenmeter-sim", version)]
+pub struct SimConfig {
+    /// Address to bind (loopback by default: it is a test server).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Serve HTTPS with a self-signed certificate made at start: HTTP/2 (and
+    /// HTTP/1.1) by ALPN, so a browser can open more than six streams at once.
+    #[arg(long)]
+    pub tls: bool,
+    /// HTTP/2 streams allowed per connection.
+    #[arg(long, default_value_t = 4096)]
+    pub h2_max_streams: u32,
+    /// Require this API key (`Authorization: Bearer KEY` or `api-key: KEY`).
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Model IDs served (`GET /v1/models`); other names get a 404.
+    #[arg(long = "model", default_values_t = [String::from("tokenmeter-sim")])]
+    pub models: Vec<String>,
+    /// Accept any model name.
+    #[arg(long)]
+    pub any_model: bool,
+    /// Apply a fault to every request (repeatable; see the README for the kinds).
+    #[arg(long = "fault", value_parser = Fault::parse)]
+    pub faults: Vec<Fault>,
+    /// Leave out `Access-Control-Max-Age`, so browsers preflight (nearly) every request.
+    #[arg(long)]
+    pub no_cors_max_age: bool,
+    /// How long a `hang` request holds back its headers, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub hang_s: f64,
+    /// Requests kept in the truth record (oldest dropped first).
+    #[arg(long, default_value_t = 20_000)]
+    pub truth_capacity: usize,
+    /// Longest generation, whatever max_tokens asks.
+    #[arg(long, default_value_t = 4096)]
+    pub max_output_tokens: u64,
+    #[command(flatten)]
+    pub engine: EngineParams,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig::parse_from(["tokenmeter-sim"])
+    }
+}

@@ -1,0 +1,283 @@
+//! The latency model: a continuous-batching inference engine, on its own thread.
+//!
+//! Like vLLM or SGLang, the engine runs in *steps*. At the start of a step it admits
+//! waiting requests while fewer than `max_batch` sequences run (the rest wait in a
+//! FIFO queue: that wait shows up in TTFT). A step decodes one token for every
+//! running sequence and takes
+//!
+//! ```text
+//! step = decode_base + decode_per_seq × (n_running − 1) + Σ prefill(admitted this step)
+//! prefill(p) = prefill_base + prefill_per_token × p
+//! ```
+//!
+//! scaled by a seeded jitter of ±`jitter`. So TPOT grows with the batch, prefill of
+//! a newcomer stalls everyone's next token (as it does in real engines), and the
+//! aggregate throughput `n / step` bends into a knee at `max_batch`.
+//!
+//! Token times come from this schedule, never from how fast a client reads: the
+//! step clock advances by the computed durations, and the thread sleeps until each
+//! step's end before handing its tokens out. If the thread falls behind, tokens are
+//! handed out late and the truth record shows the lateness.
+
+use std::{
+    collections::VecDeque,
+    sync::mpsc,
+    thread,
+    time::{Duration, Instant},
+};
+
+use clap::Args;
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The model's parameters, with defaults for a small model on one GPU.
+#[derive(Clone, Copy, Debug, Args, Serialize)]
+pub struct EngineParams {
+    /// Sequences decoded at once; more wait in a queue.
+    #[arg(long, default_value_t = 8)]
+    pub max_batch: usize,
+    /// Decode step time with one sequence, ms.
+    #[arg(long, default_value_t = 20.0)]
+    pub decode_base_ms: f64,
+    /// Extra decode step time per additional sequence in the batch, ms.
+    #[arg(long, default_value_t = 2.5)]
+    pub decode_per_seq_ms: f64,
+    /// Fixed prefill time of a request, ms.
+    #[arg(long, default_value_t = 25.0)]
+    pub prefill_base_ms: f64,
+    /// Prefill time per prompt token, ms.
+    #[arg(long, default_value_t = 0.1)]
+    pub prefill_per_token_ms: f64,
+    /// Relative jitter of each step (0.05 = ±5%).
+    #[arg(long, default_value_t = 0.05)]
+    pub jitter: f64,
+    /// Seed of the jitter, for reproducible schedules.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+impl EngineParams {
+    /// Step time without jitter, µs.
+    pub fn step_us(&self, n_running: usize, prompt_tokens_admitted: &[u64]) -> f64 {
+        let decode =
+            self.decode_base_ms + self.decode_per_seq_ms * n_running.saturating_sub(1) as f64;
+        let prefill: f64 = prompt_tokens_admitted
+            .iter()
+            .map(|&p| self.prefill_base_ms + self.prefill_per_token_ms * p as f64)
+            .sum();
+        (decode + prefill) * 1e3
+    }
+}
+
+/// One token, handed to the request's writer when it is due.
+#[derive(Clone, Copy, Debug)]
+pub struct TokenDue {
+    /// 0-based index of the token in the request's output.
+    pub index: u64,
+    pub due: Instant,
+    /// When the sequence joined the batch (the same for every token of a request).
+    pub admitted: Instant,
+    pub last: bool,
+}
+
+/// A request for the engine.
+pub struct Job {
+    pub prompt_tokens: u64,
+    pub n_tokens: u64,
+    pub tokens: UnboundedSender<TokenDue>,
+}
+
+/// A handle on the engine thread. Dropping every handle stops the thread.
+#[derive(Clone)]
+pub struct Engine {
+    submit: mpsc::Sender<Vec<Job>>,
+}
+
+impl Engine {
+    pub fn start(params: EngineParams) -> Engine {
+        let (submit, jobs) = mpsc::channel();
+        thread::Builder::new()
+            .name("sim-engine".into())
+            .spawn(move || run(params, jobs))
+            .expect("the engine thread starts");
+        Engine { submit }
+    }
+
+    /// Queues a request; its tokens arrive on `job.tokens` as they fall due.
+    pub fn submit(&self, job: Job) {
+        self.submit_all(vec![job]);
+    }
+
+    /// Queues several requests that arrive at the same instant (in this order).
+    pub fn submit_all(&self, jobs: Vec<Job>) {
+        // The engine only stops when every handle is gone, so this cannot fail while
+        // `self` exists.
+        let _ = self.submit.send(jobs);
+    }
+}
+
+struct Running {
+    job: Job,
+    admitted: Instant,
+    emitted: u64,
+}
+
+fn run(params: EngineParams, jobs: mpsc::Receiver<Vec<Job>>) {
+    let mut rng = SplitMix64(params.seed);
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut clock = Instant::now();
+    let mut admitted_prompts = Vec::new();
+    loop {
+        if waiting.is_empty() && running.is_empty() {
+            match jobs.recv() {
+                Ok(batch) => waiting.extend(batch),
+                Err(_) => return,
+            }
+            // Idle until now: the next step starts when the request arrived.
+            clock = clock.max(Instant::now());
+        }
+        while let Ok(batch) = jobs.try_recv() {
+            waiting.extend(batch);
+        }
+        admitted_prompts.clear();
+        while running.len() < params.max_batch.max(1) {
+            let Some(job) = waiting.pop_front() else {
+                break;
+            };
+            if job.n_tokens == 0 || job.tokens.is_closed() {
+                continue;
+            }
+            admitted_prompts.push(job.prompt_tokens);
+            running.push(Running {
+                job,
+                admitted: clock,
+                emitted: 0,
+            });
+        }
+        if running.is_empty() {
+            continue;
+        }
+        let jitter = 1.0 + params.jitter * (2.0 * rng.next_f64() - 1.0);
+        let step_us = (params.step_us(running.len(), &admitted_prompts) * jitter).max(1.0);
+        let step_end = clock + Duration::from_nanos((step_us * 1e3) as u64);
+        sleep_until(step_end);
+        running.retain_mut(|seq| {
+            let index = seq.emitted;
+            seq.emitted += 1;
+            let last = seq.emitted >= seq.job.n_tokens;
+            let sent = seq.job.tokens.send(TokenDue {
+                index,
+                due: step_end,
+                admitted: seq.admitted,
+                last,
+            });
+            // A failed send means the client went away: free its slot, as vLLM
+            // aborts a request whose connection closed.
+            sent.is_ok() && !last
+        });
+        clock = step_end;
+    }
+}
+
+/// Sleeps until `deadline` with the OS's precision (tens of µs on Linux), unlike
+/// tokio's timer wheel, whose 1 ms ticks would be visible in ITL.
+fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        thread::sleep(deadline - now);
+    }
+}
+
+/// A tiny, seeded PRNG (SplitMix64): reproducible jitter without a dependency.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> EngineParams {
+        EngineParams {
+            max_batch: 2,
+            decode_base_ms: 4.0,
+            decode_per_seq_ms: 1.0,
+            prefill_base_ms: 2.0,
+            prefill_per_token_ms: 0.0,
+            jitter: 0.0,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn step_time_grows_with_batch_and_prefill() {
+        let p = params();
+        assert_eq!(p.step_us(1, &[]), 4_000.0);
+        assert_eq!(p.step_us(2, &[]), 5_000.0);
+        assert_eq!(p.step_us(2, &[10, 10]), 9_000.0);
+    }
+
+    #[tokio::test]
+    async fn a_third_request_waits_for_a_slot() {
+        let engine = Engine::start(params());
+        let mut receivers = Vec::new();
+        let mut jobs = Vec::new();
+        for n_tokens in [3, 3, 2] {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            jobs.push(Job {
+                prompt_tokens: 0,
+                n_tokens,
+                tokens: tx,
+            });
+            receivers.push(rx);
+        }
+        engine.submit_all(jobs);
+        let mut dues = Vec::new();
+        for rx in &mut receivers {
+            let mut times = Vec::new();
+            while let Some(t) = rx.recv().await {
+                times.push(t);
+                if t.last {
+                    break;
+                }
+            }
+            dues.push(times);
+        }
+        assert_eq!(dues.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 2]);
+        let start = dues[0][0].admitted;
+        let at = |r: usize, i: usize| (dues[r][i].due - start).as_micros() as i64;
+        // Steps: 1) A, B admitted: 5 ms + 2×2 ms prefill = 9 ms; 2) 5 ms; 3) 5 ms.
+        assert_eq!(at(0, 0), 9_000);
+        assert_eq!(at(1, 0), 9_000);
+        assert_eq!(at(0, 2), 19_000);
+        // C joins after A and B finish: 4 ms + 2 ms prefill = 6 ms, then 4 ms.
+        assert_eq!(at(2, 0), 25_000);
+        assert_eq!(at(2, 1), 29_000);
+        assert_eq!((dues[2][0].admitted - start).as_micros(), 19_000);
+    }
+
+    #[test]
+    fn splitmix_is_reproducible_and_in_range() {
+        let mut a = SplitMix64(7);
+        let mut b = SplitMix64(7);
+        for _ in 0..1000 {
+            let x = a.next_f64();
+            assert_eq!(x, b.next_f64());
+            assert!((0.0..1.0).contains(&x));
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Faults a request can be given, by `--fault KIND` for every request or by the
+//! `x-tokenmeter-fault: KIND[,KIND...]` header for one, so one run can mix them.
+
+use std::fmt;
+
+/// One fault kind. The names are a stable interface (README, tests, the page's specs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// 401 with an OpenAI-style error body.
+    Unauthorized,
+    /// 404: unknown model.
+    NotFound,
+    /// 429 with `Retry-After`.
+    RateLimited,
+    /// 500 with a JSON error body.
+    ServerError,
+    /// 502 with an HTML page, as a gateway sends it.
+    HtmlBadGateway,
+    /// No headers until the hang time passes.
+    Hang,
+    /// The connection is cut half-way through the stream.
+    Cut,
+    /// An `{"error": ...}` event half-way through a 200 stream, then the end.
+    ErrorEvent,
+    /// A well-formed stream without a single token.
+    Empty,
+    /// One event half-way through is not valid JSON.
+    BadJson,
+    /// The first token's event carries 1.5 MiB of text.
+    HugeEvent,
+    /// Every event is written in pieces split inside multi-byte characters.
+    SplitUtf8,
+    /// `: keep-alive` comment lines between events.
+    Comments,
+    /// CRLF line ends.
+    Crlf,
+    /// Four tokens per event.
+    MultiToken,
+    /// The first quarter of the tokens is `reasoning_content`.
+    Reasoning,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 16] = [
+        Fault::Unauthorized,
+        Fault::NotFound,
+        Fault::RateLimited,
+        Fault::ServerError,
+        Fault::HtmlBadGateway,
+        Fault::Hang,
+        Fault::Cut,
+        Fault::ErrorEvent,
+        Fault::Empty,
+        Fault::BadJson,
+        Fault::HugeEvent,
+        Fault::SplitUtf8,
+        Fault::Comments,
+        Fault::Crlf,
+        Fault::MultiToken,
+        Fault::Reasoning,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Unauthorized => "401",
+            Fault::NotFound => "404",
+            Fault::RateLimited => "429",
+            Fault::ServerError => "500",
+            Fault::HtmlBadGateway => "html-502",
+            Fault::Hang => "hang",
+            Fault::Cut => "cut",
+            Fault::ErrorEvent => "error-event",
+            Fault::Empty => "empty",
+            Fault::BadJson => "bad-json",
+            Fault::HugeEvent => "huge-event",
+            Fault::SplitUtf8 => "split-utf8",
+            Fault::Comments => "comments",
+            Fault::Crlf => "crlf",
+            Fault::MultiToken => "multi-token",
+            Fault::Reasoning => "reasoning",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Fault, String> {
+        let name = name.trim();
+        Fault::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                let all: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown fault `{name}`; the kinds are {}", all.join(", "))
+            })
+    }
+
+    /// Parses a comma-separated list (the header's form).
+    pub fn parse_list(list: &str) -> Result<Vec<Fault>, String> {
+        list.split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(Fault::parse)
+            .collect()
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The set of faults of one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Faults(pub Vec<Fault>);
+
+impl Faults {
+    pub fn has(&self, fault: Fault) -> bool {
+        self.0.contains(&fault)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|f| f.name()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for fault in Fault::ALL {
+            assert_eq!(Fault::parse(fault.name()), Ok(fault));
+        }
+        assert_eq!(
+            Fault::parse_list("crlf, reasoning,").unwrap(),
+            [Fault::Crlf, Fault::Reasoning]
+        );
+        assert!(Fault::parse("502").unwrap_err().contains("html-502"));
+    }
+}

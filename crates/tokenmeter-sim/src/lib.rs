@@ -1,0 +1,21 @@
+//! tokenmeter-sim: an OpenAI-compatible streaming server that behaves like a
+//! continuous-batching inference engine, and knows the truth about every token.
+//!
+//! - [`engine`]: the latency model (batching, queueing, prefill, decode) on its own thread;
+//! - [`server`]: routes, CORS, streamed bodies, HTTP/1.1, HTTP/2 and TLS;
+//! - [`fault`]: the faults a request can be given;
+//! - [`truth`]: when each token was due and when it was written;
+//! - [`text`]: the generated text (mostly Chinese) and the prompt-length estimate.
+//!
+//! Tests start it in-process with `SimServer::start` on port 0.
+
+pub mod config;
+pub mod engine;
+pub mod fault;
+pub mod server;
+pub mod text;
+pub mod tls;
+pub mod truth;
+
+pub use config::SimConfig;
+pub use server::SimServer;

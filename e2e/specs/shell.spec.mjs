@@ -1,0 +1,50 @@
+// The page renders: title, plan panel, results area; a screenshot for people.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, statSync } from 'node:fs';
+import { env, launch, screenshotPath } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+let browser;
+let site;
+
+before(async () => {
+  site = await serveStatic(env('TOKENMETER_DIST'), '/');
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+test('the page renders its title and panels', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const app = new AppPage(page);
+  await app.open(site.url);
+  assert.equal(await app.title(), 'tokenmeter');
+  assert.equal(await page.title(), 'tokenmeter · LLM endpoint load tester');
+  assert.equal(await app.byTestId('config-panel').isVisible(), true);
+  assert.equal(await app.byTestId('results-panel').isVisible(), true);
+  assert.equal(await app.byTestId('base-url').inputValue(), 'http://127.0.0.1:8000/v1');
+  assert.match(await app.byTestId('levels-note').textContent(), /^5 levels/);
+  const path = screenshotPath('shell.png');
+  await app.screenshot(path);
+  assert.ok(existsSync(path) && statSync(path).size > 10_000, 'a real screenshot was written');
+  assert.deepEqual(app.consoleErrors, []);
+  await page.close();
+});
+
+test('typing a bad ladder shows an error a person can act on', async () => {
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fill('levels', '1, 2, x');
+  await app.byTestId('levels-error').waitFor();
+  assert.match(await app.byTestId('levels-error').textContent(), /`x` is not a whole number/);
+  await app.fill('levels', '8 4 2');
+  await app.byTestId('levels-note').waitFor();
+  assert.match(await app.byTestId('levels-note').textContent(), /^3 levels/);
+  await page.close();
+});

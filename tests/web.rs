@@ -1,0 +1,118 @@
+//! Components in a real browser (headless Chromium through wasm-bindgen-test):
+//! `cargo xtask test` runs these with chromedriver.
+
+#![cfg(target_arch = "wasm32")]
+
+use std::time::Duration;
+
+use leptos::{mount::mount_to, prelude::*};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+use web_sys::{Element, Event, EventInit, HtmlElement, HtmlInputElement};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Mounts the app into a fresh element and returns that element.
+fn mount_app() -> Element {
+    let document = document();
+    let root = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&root).unwrap();
+    mount_to(
+        root.clone().unchecked_into::<HtmlElement>(),
+        tokenmeter::App,
+    )
+    .forget();
+    root
+}
+
+fn by_testid(root: &Element, id: &str) -> Option<Element> {
+    root.query_selector(&format!("[data-testid=\"{id}\"]"))
+        .unwrap()
+}
+
+/// Types into an input as a person would: set the value, fire `input`.
+fn type_into(root: &Element, id: &str, text: &str) {
+    let input: HtmlInputElement = by_testid(root, id).unwrap().unchecked_into();
+    input.set_value(text);
+    let init = EventInit::new();
+    init.set_bubbles(true);
+    input
+        .dispatch_event(&Event::new_with_event_init_dict("input", &init).unwrap())
+        .unwrap();
+}
+
+/// Lets Leptos run the effects that a signal change scheduled.
+async fn settle() {
+    gloo_timers::future::sleep(Duration::from_millis(20)).await;
+}
+
+#[wasm_bindgen_test]
+async fn the_shell_has_its_title_and_panels() {
+    let root = mount_app();
+    // `prop:value` is set by an effect, after the first render.
+    settle().await;
+    assert_eq!(
+        by_testid(&root, "app-title")
+            .unwrap()
+            .text_content()
+            .unwrap(),
+        "tokenmeter"
+    );
+    assert!(by_testid(&root, "config-panel").is_some());
+    assert!(by_testid(&root, "results-panel").is_some());
+    assert!(by_testid(&root, "results-empty").is_some());
+    let base_url: HtmlInputElement = by_testid(&root, "base-url").unwrap().unchecked_into();
+    assert_eq!(base_url.value(), tokenmeter::DEFAULT_BASE_URL);
+}
+
+#[wasm_bindgen_test]
+async fn the_ladder_is_parsed_as_typed() {
+    let root = mount_app();
+    let note = by_testid(&root, "levels-note")
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert!(note.starts_with("5 levels"), "{note}");
+    type_into(&root, "levels", "16, 4 1");
+    settle().await;
+    let note = by_testid(&root, "levels-note")
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert_eq!(note, "3 levels: 1416");
+    type_into(&root, "levels", "1,two");
+    settle().await;
+    assert!(by_testid(&root, "levels-note").is_none());
+    let error = by_testid(&root, "levels-error")
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert!(error.contains("`two` is not a whole number"), "{error}");
+}
+
+#[wasm_bindgen_test]
+async fn a_pasted_endpoint_path_is_explained() {
+    let root = mount_app();
+    type_into(
+        &root,
+        "base-url",
+        "https://api.example.com/v1/chat/completions",
+    );
+    settle().await;
+    let note = by_testid(&root, "base-url-note")
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert!(note.contains("removed /chat/completions"), "{note}");
+    assert!(
+        note.contains("https://api.example.com/v1/chat/completions"),
+        "{note}"
+    );
+    type_into(&root, "base-url", "api.example.com");
+    settle().await;
+    let error = by_testid(&root, "base-url-error")
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert!(error.contains("http:// or https://"), "{error}");
+}

@@ -1,0 +1,54 @@
+//! `cargo xtask`: tokenmeter's automation, written in Rust instead of shell scripts
+//! so that it runs the same on every machine (see ARCHITECTURE.md).
+//!
+//! - `cargo xtask serve`: set up what is missing, start the simulator and `trunk serve`.
+//! - `cargo xtask test`: set up what is missing, then every check and test, in layers.
+//! - `cargo xtask build`: the release build of the page into `dist/` (relative asset paths).
+//! - `cargo xtask setup`: only the setup (toolchain, trunk, wasm-bindgen, browser, node).
+//! - `cargo xtask bench core|sim`: benchmarks that print figures.
+
+mod bench;
+mod serve;
+mod setup;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+const HELP: &str = "\
+usage: cargo xtask <command>
+
+  serve [--port N] [--sim-port N]   the app on http://127.0.0.1:8080 and the simulator beside it
+  test [--skip-browser]             fmt, clippy (native + wasm32), unit tests, browser tests
+  build                             release build into dist/ (works from any sub-path)
+  setup                             install what is missing, print what was found
+  bench core|sim                    benchmarks; they print figures, they assert nothing
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => serve::run(rest),
+        Some("test") => test::run(rest),
+        Some("build") => serve::release_build(),
+        Some("setup") => setup::ensure(setup::Needs {
+            browser: true,
+            node: true,
+        })
+        .map(drop),
+        Some("bench") => bench::run(rest),
+        Some("help" | "--help" | "-h") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command `{other}`\n\n{HELP}").into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("\nxtask: error: {}", err.0);
+            ExitCode::FAILURE
+        }
+    }
+}

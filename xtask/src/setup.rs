@@ -1,0 +1,394 @@
+//! Finds, or installs, everything the build and the tests need.
+//!
+//! The order for the WebAssembly toolchain is the one a person would follow:
+//! 1. rustup's `wasm32-unknown-unknown` target, when it is installed;
+//! 2. `rustup target add`, when rustup can reach its server;
+//! 3. otherwise Debian's `rustc-web` 1.96 with its standard library source, std
+//!    rebuilt for wasm32 with `-Zbuild-std` (allowed by `RUSTC_BOOTSTRAP=1`) and
+//!    linked by LLVM's `wasm-ld` (see `shared/TOOLCHAIN.md`). That environment is
+//!    applied to wasm builds only: native crates keep the normal toolchain.
+//!
+//! Everything here is idempotent: a second run only probes versions and prints
+//! what it found. Pinned tools are installed from the package registries only
+//! (crates.io, Debian, npm); nothing downloads a browser or a prebuilt binary.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use crate::util::{exec, human_secs, probe, project_root, step, which, Error, Result};
+
+/// trunk 0.22 needs rustc >= 1.96.1, which these machines do not have.
+pub const TRUNK_VERSION: &str = "0.21.14";
+pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// Debian packages of the fallback toolchain (`rust-web-clippy` lets clippy lint wasm32 too).
+const DEBIAN_RUST_PACKAGES: &[&str] = &[
+    "rustc-web",
+    "cargo-web",
+    "rust-web-src",
+    "rust-web-clippy",
+    "lld-22",
+];
+/// The name under which `/usr` (Debian's rustc-web) is linked into rustup.
+const DEBIAN_TOOLCHAIN: &str = "debweb";
+/// Remembers that `rustup target add` failed, so later runs do not wait for it again.
+const FALLBACK_MARKER: &str = "target/xtask-wasm-fallback";
+/// Overrides the choice: `rustup` or `debian` (to exercise the fallback anywhere).
+const FORCE_VAR: &str = "TOKENMETER_WASM_TOOLCHAIN";
+
+/// What a command needs beyond the WebAssembly toolchain and trunk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Needs {
+    /// Headless Chromium and chromedriver, plus wasm-bindgen-test-runner.
+    pub browser: bool,
+    /// Node.js and the committed `node_modules` (playwright-core).
+    pub node: bool,
+}
+
+/// How this machine compiles for wasm32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WasmToolchain {
+    /// The active toolchain already has the target (rustup's, or a system rustc).
+    Native,
+    /// Debian's rustc-web with std rebuilt for wasm32.
+    DebianBuildStd,
+}
+
+/// The result of setup: how to run wasm builds and where the tools are.
+#[derive(Clone, Debug)]
+pub struct Env {
+    pub wasm: WasmToolchain,
+    pub chromium: Option<PathBuf>,
+    pub chromedriver: Option<PathBuf>,
+}
+
+impl Env {
+    /// Environment variables for every command that compiles for wasm32.
+    pub fn wasm_vars(&self) -> Vec<(&'static str, String)> {
+        match self.wasm {
+            WasmToolchain::Native => Vec::new(),
+            WasmToolchain::DebianBuildStd => {
+                let mut vars = vec![
+                    ("RUSTC_BOOTSTRAP", "1".to_owned()),
+                    ("CARGO_UNSTABLE_BUILD_STD", "std,panic_abort".to_owned()),
+                    (
+                        "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER",
+                        "wasm-ld-22".to_owned(),
+                    ),
+                ];
+                if which("rustup").is_some() {
+                    vars.push(("RUSTUP_TOOLCHAIN", DEBIAN_TOOLCHAIN.to_owned()));
+                }
+                vars
+            }
+        }
+    }
+
+    /// A command that compiles for wasm32 (cargo, trunk), with the right environment.
+    pub fn wasm_command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.envs(self.wasm_vars());
+        cmd
+    }
+}
+
+/// Makes sure everything in `needs` is present, installing what is missing.
+pub fn ensure(needs: Needs) -> Result<Env> {
+    let started = Instant::now();
+    let wasm = step("setup: WebAssembly toolchain", ensure_wasm_toolchain)?;
+    let wasm_bindgen_version = locked_wasm_bindgen_version()?;
+    check_trunk_toml(&wasm_bindgen_version)?;
+    step("setup: trunk", ensure_trunk)?;
+    step("setup: wasm-bindgen-cli", || {
+        ensure_wasm_bindgen(&wasm_bindgen_version)
+    })?;
+    let (mut chromium, mut chromedriver) = (None, None);
+    if needs.browser {
+        let found = step("setup: Chromium and chromedriver", ensure_browser)?;
+        chromium = Some(found.0);
+        chromedriver = Some(found.1);
+    }
+    if needs.node {
+        step("setup: Node.js and node_modules", ensure_node)?;
+    }
+    println!(
+        "\nsetup: everything present ({} in all)",
+        human_secs(started.elapsed().as_secs_f64())
+    );
+    Ok(Env {
+        wasm,
+        chromium,
+        chromedriver,
+    })
+}
+
+fn ensure_wasm_toolchain() -> Result<WasmToolchain> {
+    let forced = std::env::var(FORCE_VAR).ok();
+    match forced.as_deref() {
+        Some("debian") => {
+            println!("{FORCE_VAR}=debian: using the Debian fallback");
+            return ensure_debian_toolchain();
+        }
+        Some("rustup") | None => {}
+        Some(other) => {
+            return Err(format!("{FORCE_VAR} must be `rustup` or `debian`, not `{other}`").into())
+        }
+    }
+    if native_has_wasm_target() {
+        println!("wasm32: the active Rust toolchain has the {WASM_TARGET} target");
+        return Ok(WasmToolchain::Native);
+    }
+    let marker = project_root().join(FALLBACK_MARKER);
+    if which("rustup").is_some() && (!marker.exists() || forced.is_some()) {
+        println!("wasm32: target missing; trying `rustup target add {WASM_TARGET}` (up to 3 min)");
+        let mut cmd = Command::new("rustup");
+        cmd.args(["target", "add", WASM_TARGET]);
+        if run_with_timeout(&mut cmd, Duration::from_secs(180)) && native_has_wasm_target() {
+            println!("wasm32: rustup installed the target");
+            return Ok(WasmToolchain::Native);
+        }
+        if forced.is_some() {
+            return Err("rustup could not add the wasm32 target".into());
+        }
+        println!("wasm32: rustup could not add the target; falling back to Debian's rustc-web");
+        if let Some(dir) = marker.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        fs::write(
+            &marker,
+            "rustup target add failed; delete this file to try again\n",
+        )?;
+    } else if marker.exists() {
+        println!(
+            "wasm32: using the Debian fallback (rustup failed earlier; delete {FALLBACK_MARKER} to retry)"
+        );
+    }
+    ensure_debian_toolchain()
+}
+
+/// True when the toolchain `cargo` would use can already link wasm32 binaries.
+fn native_has_wasm_target() -> bool {
+    if which("rustup").is_some() {
+        return probe("rustup", &["target", "list", "--installed"])
+            .is_some_and(|out| out.lines().any(|line| line.trim() == WASM_TARGET));
+    }
+    probe(
+        "rustc",
+        &["--print", "target-libdir", "--target", WASM_TARGET],
+    )
+    .is_some_and(|dir| Path::new(&dir).join("libcore.rlib").exists() || has_rlib(&dir))
+}
+
+fn has_rlib(dir: &str) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("libcore-"))
+    })
+}
+
+fn ensure_debian_toolchain() -> Result<WasmToolchain> {
+    apt_install(
+        DEBIAN_RUST_PACKAGES,
+        "Debian's rustc-web toolchain (about 1-2 min)",
+    )?;
+    let version = probe("/usr/bin/rustc", &["--version"]).unwrap_or_default();
+    println!("wasm32: Debian {version} + -Zbuild-std, linked by wasm-ld-22");
+    if which("rustup").is_some() {
+        let linked = probe("rustup", &["toolchain", "list"])
+            .is_some_and(|out| out.lines().any(|l| l.starts_with(DEBIAN_TOOLCHAIN)));
+        if !linked {
+            exec(Command::new("rustup").args(["toolchain", "link", DEBIAN_TOOLCHAIN, "/usr"]))?;
+        }
+    }
+    Ok(WasmToolchain::DebianBuildStd)
+}
+
+/// The exact `wasm-bindgen` version in `Cargo.lock`: wasm-bindgen-cli must equal it.
+pub fn locked_wasm_bindgen_version() -> Result<String> {
+    let lock = fs::read_to_string(project_root().join("Cargo.lock"))
+        .map_err(|err| format!("cannot read Cargo.lock: {err}"))?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "name = \"wasm-bindgen\"" {
+            if let Some(version) = lines
+                .next()
+                .and_then(|l| l.trim().strip_prefix("version = \""))
+                .and_then(|v| v.strip_suffix('"'))
+            {
+                return Ok(version.to_owned());
+            }
+        }
+    }
+    Err("Cargo.lock has no wasm-bindgen package".into())
+}
+
+/// Trunk must use the installed wasm-bindgen and never try to download one.
+fn check_trunk_toml(version: &str) -> Result<()> {
+    let trunk_toml = fs::read_to_string(project_root().join("Trunk.toml"))?;
+    let expected = format!("wasm_bindgen = \"{version}\"");
+    if trunk_toml.lines().any(|l| l.trim() == expected) {
+        Ok(())
+    } else {
+        Err(format!(
+            "Trunk.toml's [tools] must say `{expected}` to match Cargo.lock's wasm-bindgen"
+        )
+        .into())
+    }
+}
+
+fn ensure_trunk() -> Result<()> {
+    let want = format!("trunk {TRUNK_VERSION}");
+    match probe("trunk", &["--version"]) {
+        Some(found) if found == want => {
+            println!("found {found}");
+            return Ok(());
+        }
+        Some(found) => println!("found {found}, need {want}"),
+        None => println!("trunk not found"),
+    }
+    println!("installing trunk {TRUNK_VERSION} from crates.io (about 25 min on 2 cores, once)");
+    exec(Command::new("cargo").args([
+        "install",
+        "--locked",
+        "--force",
+        &format!("trunk@{TRUNK_VERSION}"),
+    ]))
+}
+
+fn ensure_wasm_bindgen(version: &str) -> Result<()> {
+    let want = format!("wasm-bindgen {version}");
+    let found = probe("wasm-bindgen", &["--version"]);
+    let runner = which("wasm-bindgen-test-runner").is_some();
+    if found.as_deref() == Some(want.as_str()) && runner {
+        println!("found {want} and wasm-bindgen-test-runner");
+        return Ok(());
+    }
+    println!(
+        "found {}, need {want}; installing wasm-bindgen-cli {version} from crates.io (about 8 min on 2 cores, once)",
+        found.as_deref().unwrap_or("no wasm-bindgen")
+    );
+    // No `--locked`: a crate pinned in its lock file is missing from the registry
+    // index these machines reach (see shared/TOOLCHAIN.md).
+    exec(Command::new("cargo").args(["install", "--force", &format!("wasm-bindgen-cli@{version}")]))
+}
+
+fn ensure_browser() -> Result<(PathBuf, PathBuf)> {
+    let chromium = std::env::var_os("TOKENMETER_CHROMIUM").map(PathBuf::from);
+    let chromedriver = std::env::var_os("CHROMEDRIVER").map(PathBuf::from);
+    if let (Some(c), Some(d)) = (&chromium, &chromedriver) {
+        println!(
+            "using TOKENMETER_CHROMIUM={} and CHROMEDRIVER={}",
+            c.display(),
+            d.display()
+        );
+        return Ok((c.clone(), d.clone()));
+    }
+    let (browser, driver) = (
+        PathBuf::from("/usr/bin/chromium"),
+        PathBuf::from("/usr/bin/chromedriver"),
+    );
+    if !browser.exists() || !driver.exists() {
+        apt_install(
+            &["chromium", "chromium-driver"],
+            "Chromium and chromedriver (about 1 min)",
+        )?;
+    }
+    let version = probe(browser.to_str().unwrap_or_default(), &["--version"]).unwrap_or_default();
+    println!("found {version} and {}", driver.display());
+    Ok((chromium.unwrap_or(browser), chromedriver.unwrap_or(driver)))
+}
+
+fn ensure_node() -> Result<()> {
+    if which("node").is_none() || which("npm").is_none() {
+        apt_install(&["nodejs", "npm"], "Node.js and npm (about 1 min)")?;
+    }
+    println!(
+        "found node {}",
+        probe("node", &["--version"]).unwrap_or_default()
+    );
+    let root = project_root();
+    let lock = fs::read(root.join("package-lock.json"))?;
+    let stamp = root.join("node_modules/.tokenmeter-lock");
+    if fs::read(&stamp).ok().as_deref() == Some(lock.as_slice()) {
+        println!("node_modules matches package-lock.json");
+        return Ok(());
+    }
+    println!("installing node_modules from package-lock.json (seconds)");
+    exec(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&root),
+    )?;
+    fs::write(stamp, lock)?;
+    Ok(())
+}
+
+/// Installs Debian packages that are not installed yet (as root, or through sudo).
+fn apt_install(packages: &[&str], what: &str) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            !probe("dpkg-query", &["-W", "-f=${Status}", p])
+                .is_some_and(|s| s.contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        println!("Debian packages present: {}", packages.join(" "));
+        return Ok(());
+    }
+    if which("apt-get").is_none() {
+        return Err(format!(
+            "missing {}; this is not a Debian machine: install {what} yourself, or use rustup",
+            missing.join(" ")
+        )
+        .into());
+    }
+    println!("installing {what}: {}", missing.join(" "));
+    let is_root = probe("id", &["-u"]).as_deref() == Some("0");
+    let sudo = |args: &[&str]| {
+        let mut cmd = if is_root {
+            Command::new(args[0])
+        } else {
+            let mut c = Command::new("sudo");
+            c.arg(args[0]);
+            c
+        };
+        cmd.args(&args[1..])
+            .env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    };
+    exec(&mut sudo(&["apt-get", "update", "-qq"]))?;
+    let mut install = vec!["apt-get", "install", "-y", "-qq"];
+    install.extend(&missing);
+    exec(&mut sudo(&install)).map_err(|err| {
+        Error(format!(
+            "{}: could not install {}; install them yourself and run again",
+            err.0,
+            missing.join(" ")
+        ))
+    })
+}
+
+/// Runs a command, killing it if it has not finished within `limit`. True on success.
+fn run_with_timeout(cmd: &mut Command, limit: Duration) -> bool {
+    let Ok(mut child) = cmd.stdin(Stdio::null()).spawn() else {
+        return false;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
