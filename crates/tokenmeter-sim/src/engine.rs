@@ -15,9 +15,14 @@
 //! aggregate throughput `n / step` bends into a knee at `max_batch`.
 //!
 //! Token times come from this schedule, never from how fast a client reads: the
-//! step clock advances by the computed durations, and the thread sleeps until each
-//! step's end before handing its tokens out. If the thread falls behind, tokens are
-//! handed out late and the truth record shows the lateness.
+//! step clock advances by the computed durations. At the start of a step the engine
+//! hands each running sequence its token (with the step's number and end), so the
+//! writers can prepare the bytes; it then sleeps until the step's end with the OS's
+//! precision and *releases* the step through a watch channel (a few hundred µs
+//! early, to absorb the wake-up of parked threads), and every writer writes what it
+//! prepared as soon as the due instant has come, never before. So writing costs a wake-up, not a JSON encoding, and a
+//! thousand streams leave close to their due time. If the thread falls behind,
+//! tokens are released late and the truth record shows the lateness.
 
 use std::{
     collections::VecDeque,
@@ -28,7 +33,7 @@ use std::{
 
 use clap::Args;
 use serde::Serialize;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::{mpsc::UnboundedSender, watch};
 
 /// The model's parameters, with defaults for a small model on one GPU.
 #[derive(Clone, Copy, Debug, Args, Serialize)]
@@ -74,6 +79,8 @@ impl EngineParams {
 pub struct TokenDue {
     /// 0-based index of the token in the request's output.
     pub index: u64,
+    /// The engine step that produces it: write it once the step is released.
+    pub step: u64,
     pub due: Instant,
     /// When the sequence joined the batch (the same for every token of a request).
     pub admitted: Instant,
@@ -91,16 +98,24 @@ pub struct Job {
 #[derive(Clone)]
 pub struct Engine {
     submit: mpsc::Sender<Vec<Job>>,
+    released: watch::Receiver<u64>,
 }
 
 impl Engine {
     pub fn start(params: EngineParams) -> Engine {
         let (submit, jobs) = mpsc::channel();
+        let (release, released) = watch::channel(0);
         thread::Builder::new()
             .name("sim-engine".into())
-            .spawn(move || run(params, jobs))
+            .spawn(move || run(params, jobs, release))
             .expect("the engine thread starts");
-        Engine { submit }
+        Engine { submit, released }
+    }
+
+    /// The number of the last step whose end has come: tokens of that step and
+    /// earlier may be written.
+    pub fn released(&self) -> watch::Receiver<u64> {
+        self.released.clone()
     }
 
     /// Queues a request; its tokens arrive on `job.tokens` as they fall due.
@@ -122,7 +137,8 @@ struct Running {
     emitted: u64,
 }
 
-fn run(params: EngineParams, jobs: mpsc::Receiver<Vec<Job>>) {
+fn run(params: EngineParams, jobs: mpsc::Receiver<Vec<Job>>, release: watch::Sender<u64>) {
+    let mut step = 0u64;
     let mut rng = SplitMix64(params.seed);
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut running: Vec<Running> = Vec::new();
@@ -161,13 +177,14 @@ fn run(params: EngineParams, jobs: mpsc::Receiver<Vec<Job>>) {
         let jitter = 1.0 + params.jitter * (2.0 * rng.next_f64() - 1.0);
         let step_us = (params.step_us(running.len(), &admitted_prompts) * jitter).max(1.0);
         let step_end = clock + Duration::from_nanos((step_us * 1e3) as u64);
-        sleep_until(step_end);
+        step += 1;
         running.retain_mut(|seq| {
             let index = seq.emitted;
             seq.emitted += 1;
             let last = seq.emitted >= seq.job.n_tokens;
             let sent = seq.job.tokens.send(TokenDue {
                 index,
+                step,
                 due: step_end,
                 admitted: seq.admitted,
                 last,
@@ -176,9 +193,17 @@ fn run(params: EngineParams, jobs: mpsc::Receiver<Vec<Job>>) {
             // aborts a request whose connection closed.
             sent.is_ok() && !last
         });
+        // Release a little early: waking parked runtime threads takes longer than
+        // the lead, and writers still hold each token until its due instant.
+        sleep_until(step_end.checked_sub(RELEASE_LEAD).unwrap_or(step_end));
+        release.send_replace(step);
         clock = step_end;
     }
 }
+
+/// How long before a step's end its tokens are released to the writers, which
+/// then wait (yielding, not sleeping) for the exact due instant.
+pub const RELEASE_LEAD: Duration = Duration::from_micros(400);
 
 /// Sleeps until `deadline` with the OS's precision (tens of µs on Linux), unlike
 /// tokio's timer wheel, whose 1 ms ticks would be visible in ITL.

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::{
     net::TcpListener,
-    sync::{mpsc::UnboundedReceiver, oneshot},
+    sync::{mpsc::UnboundedReceiver, oneshot, watch},
     task::JoinHandle,
 };
 
@@ -542,7 +542,18 @@ async fn handle(
     } else {
         drop(tx);
     }
+    let object = match endpoint {
+        Endpoint::Chat => "chat.completion.chunk",
+        Endpoint::Completions => "text_completion",
+    };
+    let head = format!(
+        "{{\"id\":{},\"object\":\"{object}\",\"created\":{},\"model\":{},",
+        serde_json::to_string(&response_id).expect("a string serialises"),
+        state.created_unix_s,
+        serde_json::to_string(&ask.model).expect("a string serialises"),
+    );
     let plan = StreamPlan {
+        head,
         endpoint,
         response_id,
         model: ask.model,
@@ -565,6 +576,8 @@ async fn handle(
 
 /// Everything the writer of one response needs to know.
 struct StreamPlan {
+    /// `{"id":…,"object":…,"created":…,"model":…,` of every chunk, encoded once.
+    head: String,
     endpoint: Endpoint,
     response_id: String,
     model: String,
@@ -597,6 +610,32 @@ impl StreamPlan {
             chunk["usage"] = Value::Null;
         }
         chunk
+    }
+
+    /// One token-bearing chunk, formatted without building a JSON tree: this runs
+    /// for every token of every stream. Equal to `chunk` with a content (or
+    /// reasoning) delta, byte for byte.
+    fn token_chunk(&self, text: &str, reasoning: bool) -> String {
+        let text = serde_json::to_string(text).expect("a string serialises");
+        let usage = if self.include_usage {
+            ",\"usage\":null"
+        } else {
+            ""
+        };
+        match (self.endpoint, reasoning) {
+            (Endpoint::Chat, false) => format!(
+                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+            (Endpoint::Chat, true) => format!(
+                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":null,\"reasoning_content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+            (Endpoint::Completions, _) => format!(
+                "{}\"choices\":[{{\"index\":0,\"text\":{text},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+        }
     }
 
     fn usage(&self, n_generated: u64, prompt_tokens: u64) -> Value {
@@ -647,7 +686,13 @@ struct Writer {
     rx: Option<UnboundedReceiver<TokenDue>>,
     answer: TokenText,
     reasoning: TokenText,
-    frames: VecDeque<Frame>,
+    /// Frames ready to write, each with the engine step that must be released first
+    /// and the instant before which it must not be written.
+    frames: VecDeque<(u64, Instant, Frame)>,
+    /// The step of the token being handled (0 before the first token), and its due instant.
+    step: u64,
+    due: Instant,
+    released: watch::Receiver<u64>,
     /// Tokens waiting to be grouped into one event (`multi-token`).
     group: Vec<usize>,
     group_text: String,
@@ -662,38 +707,38 @@ impl Writer {
         if self.plan.faults.has(Fault::SplitUtf8) {
             for (piece, is_last) in split_inside_chars(&bytes) {
                 let completes = if is_last { tokens.clone() } else { Vec::new() };
-                self.frames
-                    .push_back(Frame::Data(Bytes::copy_from_slice(piece), completes));
+                self.frames.push_back((
+                    self.step,
+                    self.due,
+                    Frame::Data(Bytes::copy_from_slice(piece), completes),
+                ));
             }
         } else {
             self.frames
-                .push_back(Frame::Data(Bytes::from(bytes), tokens));
+                .push_back((self.step, self.due, Frame::Data(Bytes::from(bytes), tokens)));
         }
     }
 
     fn push_raw(&mut self, text: String) {
-        self.frames
-            .push_back(Frame::Data(Bytes::from(text), Vec::new()));
+        self.frames.push_back((
+            self.step,
+            self.due,
+            Frame::Data(Bytes::from(text), Vec::new()),
+        ));
     }
 
     fn on_token(&mut self, due: TokenDue) {
         let index = self.truth.tokens.len();
+        self.step = due.step;
+        self.due = due.due;
         self.truth
             .admitted_us
             .get_or_insert(self.state.truth.us(due.admitted));
-        self.truth.tokens.push(TokenTruth {
-            due_us: self.state.truth.us(due.due),
-            written_us: 0,
-        });
-        let is_reasoning = (index as u64) < self.plan.n_reasoning;
         let half = (self.plan.n_tokens / 2) as usize;
-        if self.plan.faults.has(Fault::Comments) && index == 0 {
-            self.push_raw(self.plan.comment("OPENROUTER PROCESSING"));
-        }
         if index == half && half > 0 {
             if self.plan.faults.has(Fault::Cut) {
                 self.flush_group();
-                self.frames.push_back(Frame::Abort);
+                self.frames.push_back((self.step, self.due, Frame::Abort));
                 self.end(Outcome::Faulted);
                 return;
             }
@@ -712,6 +757,14 @@ impl Writer {
                 );
                 self.push_event(broken, Vec::new());
             }
+        }
+        self.truth.tokens.push(TokenTruth {
+            due_us: self.state.truth.us(due.due),
+            written_us: None,
+        });
+        let is_reasoning = (index as u64) < self.plan.n_reasoning;
+        if self.plan.faults.has(Fault::Comments) && index == 0 {
+            self.push_raw(self.plan.comment("OPENROUTER PROCESSING"));
         }
         if is_reasoning != self.group_is_reasoning {
             self.flush_group();
@@ -751,15 +804,12 @@ impl Writer {
         }
         let text = std::mem::take(&mut self.group_text);
         let tokens = std::mem::take(&mut self.group);
-        let delta = if self.group_is_reasoning {
-            json!({"content": null, "reasoning_content": text})
-        } else {
+        let chunk = self.plan.token_chunk(&text, self.group_is_reasoning);
+        if !self.group_is_reasoning {
             self.truth.text.push_str(&text);
-            json!({"content": text})
-        };
+        }
         self.truth.n_token_events += 1;
-        let chunk = self.plan.chunk(delta, None);
-        self.push_event(chunk.to_string(), tokens);
+        self.push_event(chunk, tokens);
     }
 
     fn finish_normally(&mut self) {
@@ -826,12 +876,23 @@ impl Writer {
     /// The next piece of the body: `None` at the end.
     async fn next_frame(&mut self) -> Option<Result<Bytes, io::Error>> {
         loop {
-            if let Some(frame) = self.frames.pop_front() {
+            if let Some(&(step, due, _)) = self.frames.front() {
+                // Prepared ahead: wait for the engine to release the step, then for
+                // the due instant itself (yielding: a timer would add a millisecond).
+                while *self.released.borrow_and_update() < step {
+                    if self.released.changed().await.is_err() {
+                        break;
+                    }
+                }
+                while Instant::now() < due {
+                    tokio::task::yield_now().await;
+                }
+                let (_, _, frame) = self.frames.pop_front().expect("a front frame");
                 let written_us = self.state.truth.now_us();
                 return Some(match frame {
                     Frame::Data(bytes, tokens) => {
                         for i in tokens {
-                            self.truth.tokens[i].written_us = written_us;
+                            self.truth.tokens[i].written_us = Some(written_us);
                         }
                         Ok(bytes)
                     }
@@ -898,9 +959,13 @@ fn stream_response(
     truth.headers_us = Some(state.truth.now_us());
     let seed = truth.id;
     let response_id = plan.response_id.clone();
+    let released = state.engine.released();
     let mut writer = Writer {
         state,
         truth,
+        step: 0,
+        due: Instant::now(),
+        released,
         rx: Some(rx),
         answer: TokenText::answer(seed),
         reasoning: TokenText::reasoning(),
@@ -940,14 +1005,16 @@ async fn whole_response(
     let answer = TokenText::answer(truth.id);
     let reasoning = TokenText::reasoning();
     let mut reasoning_text = String::new();
+    let mut last_step = None;
     while let Some(due) = rx.recv().await {
+        last_step = Some((due.step, due.due));
         let index = truth.tokens.len() as u64;
         truth
             .admitted_us
             .get_or_insert(state.truth.us(due.admitted));
         truth.tokens.push(TokenTruth {
             due_us: state.truth.us(due.due),
-            written_us: 0,
+            written_us: None,
         });
         if index < plan.n_reasoning {
             reasoning_text.push_str(reasoning.token(index));
@@ -959,9 +1026,20 @@ async fn whole_response(
             break;
         }
     }
+    if let Some((step, due)) = last_step {
+        let mut released = state.engine.released();
+        while *released.borrow_and_update() < step {
+            if released.changed().await.is_err() {
+                break;
+            }
+        }
+        while Instant::now() < due {
+            tokio::task::yield_now().await;
+        }
+    }
     let now = state.truth.now_us();
     for token in &mut truth.tokens {
-        token.written_us = now;
+        token.written_us = Some(now);
     }
     let n_generated = truth.tokens.len() as u64;
     let usage = plan.usage(n_generated, truth.prompt_tokens);
@@ -994,6 +1072,48 @@ async fn whole_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan(endpoint: Endpoint, include_usage: bool) -> StreamPlan {
+        StreamPlan {
+            head: format!(
+                "{{\"id\":\"x-1\",\"object\":\"{}\",\"created\":7,\"model\":\"m\\\"q\",",
+                if endpoint == Endpoint::Chat {
+                    "chat.completion.chunk"
+                } else {
+                    "text_completion"
+                }
+            ),
+            endpoint,
+            response_id: "x-1".into(),
+            model: "m\"q".into(),
+            created: 7,
+            include_usage,
+            n_tokens: 1,
+            n_reasoning: 0,
+            faults: Faults::default(),
+        }
+    }
+
+    #[test]
+    fn the_fast_token_chunk_equals_the_general_one() {
+        for endpoint in [Endpoint::Chat, Endpoint::Completions] {
+            for include_usage in [false, true] {
+                let plan = plan(endpoint, include_usage);
+                let text = "引号\"和\n换行";
+                assert_eq!(
+                    plan.token_chunk(text, false),
+                    plan.chunk(json!({"content": text}), None).to_string()
+                );
+                if endpoint == Endpoint::Chat {
+                    assert_eq!(
+                        plan.token_chunk(text, true),
+                        plan.chunk(json!({"content": null, "reasoning_content": text}), None)
+                            .to_string()
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn splits_land_inside_characters() {

@@ -14,7 +14,8 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct TokenTruth {
     pub due_us: u64,
-    pub written_us: u64,
+    /// `None` when the token was never written (the stream was cut or the client left).
+    pub written_us: Option<u64>,
 }
 
 /// How a request ended.
@@ -60,11 +61,11 @@ pub struct RequestTruth {
 }
 
 impl RequestTruth {
-    /// Written minus due, µs, for each token.
+    /// Written minus due, µs, for each written token.
     pub fn lateness_us(&self) -> impl Iterator<Item = u64> + '_ {
         self.tokens
             .iter()
-            .map(|t| t.written_us.saturating_sub(t.due_us))
+            .filter_map(|t| t.written_us.map(|w| w.saturating_sub(t.due_us)))
     }
 }
 

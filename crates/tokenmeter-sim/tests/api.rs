@@ -1,0 +1,291 @@
+//! The simulator's endpoints, byte for byte as OpenAI-compatible servers send them.
+
+mod common;
+
+use common::{chat_body, fast_config, send, start};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn models_lists_the_served_models() {
+    let sim = start(fast_config()).await;
+    let r = send(sim.addr, "GET", "/v1/models", &[], None).await;
+    assert_eq!(r.status, 200);
+    let body = r.json();
+    assert_eq!(body["object"], "list");
+    assert_eq!(body["data"][0]["id"], "tokenmeter-sim");
+    assert_eq!(body["data"][0]["object"], "model");
+}
+
+#[tokio::test]
+async fn chat_stream_has_the_real_wire_format() {
+    let sim = start(fast_config()).await;
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        Some(&chat_body(5, true)),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/event-stream; charset=utf-8")
+    );
+    let raw = r.text();
+    assert!(raw.ends_with("data: [DONE]\n\n"), "{raw}");
+    assert!(raw
+        .split("\n\n")
+        .all(|e| e.is_empty() || e.starts_with("data: ")));
+    let events = r.events();
+    // role, 5 tokens, finish, usage, [DONE]
+    assert_eq!(events.len(), 9, "{events:?}");
+    let chunks: Vec<Value> = events[..8]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let id = chunks[0]["id"].as_str().unwrap();
+    assert!(id.starts_with("chatcmpl-"));
+    assert_eq!(r.header("x-request-id"), Some(id));
+    for chunk in &chunks {
+        assert_eq!(chunk["id"], id);
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        assert_eq!(chunk["model"], "tokenmeter-sim");
+    }
+    assert_eq!(
+        chunks[0]["choices"][0]["delta"],
+        json!({"role": "assistant", "content": ""})
+    );
+    assert_eq!(
+        chunks[0]["usage"],
+        Value::Null,
+        "include_usage puts usage: null in every chunk"
+    );
+    let text: String = chunks[1..6]
+        .iter()
+        .map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(chunks[6]["choices"][0]["finish_reason"], "length");
+    assert_eq!(chunks[6]["choices"][0]["delta"], json!({}));
+    assert_eq!(chunks[7]["choices"], json!([]));
+    assert_eq!(chunks[7]["usage"]["completion_tokens"], 5);
+    // 请用300字介绍大模型推理中的prefill和decode两个阶段: 17 CJK, 16 others / 4.
+    assert_eq!(chunks[7]["usage"]["prompt_tokens"], 17 + 4);
+    assert_eq!(events[8], "[DONE]");
+
+    let truth = common::truth(sim.addr).await;
+    let mine = &truth["requests"][0];
+    assert_eq!(mine["response_id"], id);
+    assert_eq!(mine["text"], text.as_str());
+    assert_eq!(mine["outcome"], "completed");
+    assert_eq!(mine["tokens"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn without_include_usage_there_is_no_usage_chunk() {
+    let sim = start(fast_config()).await;
+    let mut body = chat_body(3, true);
+    body.as_object_mut().unwrap().remove("stream_options");
+    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    let events = r.events();
+    assert_eq!(events.len(), 1 + 3 + 1 + 1);
+    assert!(!r.text().contains("usage"));
+}
+
+#[tokio::test]
+async fn legacy_completions_stream_text() {
+    let sim = start(fast_config()).await;
+    let body =
+        json!({"model": "tokenmeter-sim", "prompt": "hello", "max_tokens": 4, "stream": true});
+    let r = send(sim.addr, "POST", "/v1/completions", &[], Some(&body)).await;
+    assert_eq!(r.status, 200);
+    let events = r.events();
+    assert_eq!(
+        events.len(),
+        4 + 1 + 1,
+        "no role chunk for completions: {events:?}"
+    );
+    let first: Value = serde_json::from_str(&events[0]).unwrap();
+    assert_eq!(first["object"], "text_completion");
+    assert!(first["id"].as_str().unwrap().starts_with("cmpl-"));
+    assert!(!first["choices"][0]["text"].as_str().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn non_streaming_answers_with_one_json() {
+    let sim = start(fast_config()).await;
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        Some(&chat_body(6, false)),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let body = r.json();
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["usage"]["completion_tokens"], 6);
+    let truth = common::truth(sim.addr).await;
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        truth["requests"][0]["text"]
+    );
+}
+
+#[tokio::test]
+async fn cors_preflight_and_stream_headers() {
+    let sim = start(fast_config()).await;
+    let r = send(
+        sim.addr,
+        "OPTIONS",
+        "/v1/chat/completions",
+        &[
+            ("origin", "http://127.0.0.1:8080"),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "authorization,content-type,x-tokenmeter-fault",
+            ),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(
+        r.header("access-control-allow-headers"),
+        Some("authorization,content-type,x-tokenmeter-fault")
+    );
+    assert!(r
+        .header("access-control-allow-methods")
+        .unwrap()
+        .contains("POST"));
+    assert_eq!(r.header("access-control-max-age"), Some("86400"));
+
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[("origin", "http://127.0.0.1:8080")],
+        Some(&chat_body(2, true)),
+    )
+    .await;
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(r.header("timing-allow-origin"), Some("*"));
+    assert!(r
+        .header("access-control-expose-headers")
+        .unwrap()
+        .contains("retry-after"));
+
+    let mut config = fast_config();
+    config.no_cors_max_age = true;
+    let sim = start(config).await;
+    let r = send(sim.addr, "OPTIONS", "/v1/chat/completions", &[], None).await;
+    assert_eq!(r.header("access-control-max-age"), None);
+}
+
+#[tokio::test]
+async fn api_key_is_checked_when_set() {
+    let mut config = fast_config();
+    config.api_key = Some("sk-right".into());
+    let sim = start(config).await;
+    let body = chat_body(2, true);
+    let path = "/v1/chat/completions";
+    let r = send(sim.addr, "POST", path, &[], Some(&body)).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["code"], "invalid_api_key");
+    let r = send(
+        sim.addr,
+        "POST",
+        path,
+        &[("authorization", "Bearer sk-wrong")],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    let r = send(
+        sim.addr,
+        "POST",
+        path,
+        &[("authorization", "Bearer sk-right")],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let r = send(
+        sim.addr,
+        "POST",
+        path,
+        &[("api-key", "sk-right")],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn unknown_model_and_path_are_openai_style_404s() {
+    let sim = start(fast_config()).await;
+    let mut body = chat_body(2, true);
+    body["model"] = json!("gpt-nonexistent");
+    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "model_not_found");
+    // A base URL without /v1, the commonest mistake.
+    let r = send(
+        sim.addr,
+        "POST",
+        "/chat/completions",
+        &[],
+        Some(&chat_body(2, true)),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("/v1"));
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("*"),
+        "CORS on errors too"
+    );
+
+    let mut config = fast_config();
+    config.any_model = true;
+    let sim = start(config).await;
+    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400s_that_say_why() {
+    let sim = start(fast_config()).await;
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        Some(&json!({"messages": []})),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("model"));
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[("x-tokenmeter-fault", "explode")],
+        Some(&chat_body(1, true)),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("html-502"));
+}

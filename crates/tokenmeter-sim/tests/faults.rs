@@ -1,0 +1,177 @@
+//! Every fault, as tokenmeter-core classifies it: the simulator and the core are
+//! checked against each other, the truth record as the referee.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{chat_body, fast_config, measure, send, start, Received};
+use tokenmeter_core::{error::ErrorKind, record::RequestRecord};
+use tokenmeter_sim::SimServer;
+
+async fn with_fault(sim: &SimServer, fault: &str, max_tokens: u64) -> (Received, RequestRecord) {
+    let origin = Instant::now();
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[("x-tokenmeter-fault", fault)],
+        Some(&chat_body(max_tokens, true)),
+    )
+    .await;
+    let record = measure(&r, origin, true);
+    (r, record)
+}
+
+fn kind(record: &RequestRecord) -> Option<ErrorKind> {
+    record.error.as_ref().map(|e| e.kind)
+}
+
+#[tokio::test]
+async fn http_error_faults() {
+    let sim = start(fast_config()).await;
+    for (fault, status, expected) in [
+        ("401", 401, ErrorKind::Auth),
+        ("404", 404, ErrorKind::NotFound),
+        ("429", 429, ErrorKind::RateLimited),
+        ("500", 500, ErrorKind::ServerError),
+        ("html-502", 502, ErrorKind::ServerError),
+    ] {
+        let (r, record) = with_fault(&sim, fault, 4).await;
+        assert_eq!(r.status, status, "{fault}");
+        assert_eq!(kind(&record), Some(expected), "{fault}");
+    }
+    let (_, record) = with_fault(&sim, "429", 4).await;
+    assert_eq!(record.error.unwrap().retry_after_s, Some(2.0));
+    let (_, record) = with_fault(&sim, "html-502", 4).await;
+    assert!(record
+        .error
+        .unwrap()
+        .body_sample
+        .unwrap()
+        .contains("502 Bad Gateway"));
+    let truth = common::truth(sim.addr).await;
+    assert!(truth["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["outcome"] == "http_error"));
+}
+
+#[tokio::test]
+async fn hang_holds_the_headers_back() {
+    let mut config = fast_config();
+    config.hang_s = 0.3;
+    let sim = start(config).await;
+    let (r, _) = with_fault(&sim, "hang", 4).await;
+    assert!(r.headers_at - r.sent_at >= Duration::from_millis(300));
+    assert_eq!(r.status, 504);
+}
+
+#[tokio::test]
+async fn cut_is_a_stream_cut() {
+    let sim = start(fast_config()).await;
+    let (r, record) = with_fault(&sim, "cut", 10).await;
+    assert!(r.body_error.is_some(), "the body read failed");
+    assert_eq!(kind(&record), Some(ErrorKind::StreamCut));
+    assert_eq!(record.n_token_events, 5, "half the tokens arrived");
+}
+
+#[tokio::test]
+async fn error_event_inside_a_200_stream() {
+    let sim = start(fast_config()).await;
+    let (r, record) = with_fault(&sim, "error-event", 10).await;
+    assert_eq!(r.status, 200);
+    let err = record.error.unwrap();
+    assert_eq!(err.kind, ErrorKind::StreamErrorEvent);
+    assert!(err.detail.contains("KV cache"));
+    let truth = common::truth(sim.addr).await;
+    assert_eq!(truth["requests"][0]["outcome"], "faulted");
+}
+
+#[tokio::test]
+async fn empty_bad_json_and_huge_event() {
+    let sim = start(fast_config()).await;
+    let (_, record) = with_fault(&sim, "empty", 10).await;
+    assert_eq!(kind(&record), Some(ErrorKind::EmptyStream));
+    let (_, record) = with_fault(&sim, "bad-json", 10).await;
+    assert_eq!(kind(&record), Some(ErrorKind::MalformedJson));
+    let (r, record) = with_fault(&sim, "huge-event", 3).await;
+    assert!(r.body().len() > 1 << 20);
+    assert_eq!(kind(&record), Some(ErrorKind::EventTooLarge));
+}
+
+#[tokio::test]
+async fn format_faults_are_measured_exactly() {
+    let sim = start(fast_config()).await;
+    for fault in ["split-utf8", "comments", "crlf", "split-utf8,crlf,comments"] {
+        let (r, record) = with_fault(&sim, fault, 12).await;
+        assert!(record.is_ok(), "{fault}: {:?}", record.error);
+        assert_eq!(record.n_out, Some(12), "{fault}");
+        assert_eq!(record.token_mismatch, Some(0), "{fault}");
+        let truth = common::truth(sim.addr).await;
+        let mine = truth["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| Some(t["response_id"].as_str().unwrap()) == r.header("x-request-id"))
+            .unwrap()
+            .clone();
+        assert_eq!(
+            record.output_text.as_deref(),
+            mine["text"].as_str(),
+            "{fault}: text exact"
+        );
+        if fault.contains("comments") {
+            assert!(record.n_comment_lines >= 3, "{fault}");
+        }
+        if fault.contains("crlf") {
+            assert!(r.text().contains("\r\n\r\n"));
+        }
+        if fault == "split-utf8" {
+            let cut_inside = r
+                .frames
+                .iter()
+                .any(|(_, b)| std::str::from_utf8(b).is_err());
+            assert!(cut_inside, "some frame ends or starts inside a character");
+        }
+    }
+}
+
+#[tokio::test]
+async fn multi_token_events_are_counted_by_usage() {
+    let sim = start(fast_config()).await;
+    let (_, record) = with_fault(&sim, "multi-token", 10).await;
+    assert!(record.is_ok());
+    assert_eq!(record.n_token_events, 3, "4 + 4 + 2 tokens");
+    assert_eq!(record.n_out, Some(10));
+    assert_eq!(record.token_mismatch, Some(7));
+}
+
+#[tokio::test]
+async fn reasoning_comes_before_the_answer() {
+    let sim = start(fast_config()).await;
+    let (_, record) = with_fault(&sim, "reasoning", 12).await;
+    assert!(record.is_ok());
+    assert_eq!(record.n_reasoning_events, 3);
+    assert_eq!(record.usage.unwrap().reasoning_tokens, Some(3));
+    assert!(record.ttfat_us().unwrap() > record.ttft_us().unwrap());
+    let truth = common::truth(sim.addr).await;
+    assert_eq!(truth["requests"][0]["n_reasoning_tokens"], 3);
+}
+
+#[tokio::test]
+async fn a_global_fault_applies_to_every_request() {
+    let mut config = fast_config();
+    config.faults = vec![tokenmeter_sim::fault::Fault::RateLimited];
+    let sim = start(config).await;
+    let r = send(
+        sim.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        Some(&chat_body(2, true)),
+    )
+    .await;
+    assert_eq!(r.status, 429);
+}
