@@ -1,13 +1,15 @@
 //! The app shell: header, the plan panel, the results area.
 
 use leptos::prelude::*;
-use tokenmeter_core::plan::Plan;
+use tokenmeter_core::{error::Lang, plan::Plan};
 
-use crate::{config::ConfigPanel, glossary::MetricGlossary, DEFAULT_BASE_URL};
+use crate::{config::ConfigPanel, results::ResultsPanel, run::RunHandle, DEFAULT_BASE_URL};
 
 #[component]
 pub fn App() -> impl IntoView {
     let plan = Plan::default_for_simulator(DEFAULT_BASE_URL);
+    let run = RunHandle::new();
+    let lang = RwSignal::new(Lang::En);
     view! {
         <header class="topbar">
             <div class="brand">
@@ -20,22 +22,11 @@ pub fn App() -> impl IntoView {
             </p>
         </header>
         <main class="layout">
-            <ConfigPanel plan=plan/>
-            <section class="panel results" data-testid="results-panel" aria-labelledby="results-title">
-                <h2 id="results-title">"Results"</h2>
-                <div class="empty-state" data-testid="results-empty">
-                    <p class="empty-title">"No run yet"</p>
-                    <p>
-                        "The default plan targets the built-in simulator on this machine, so a first run needs no key. "
-                        "Each concurrency level becomes one row, with the verdict below it: where throughput stops growing, "
-                        "and which concurrency is safe."
-                    </p>
-                </div>
-                <MetricGlossary/>
-            </section>
+            <ConfigPanel plan=plan run=run/>
+            <ResultsPanel run=run lang=lang/>
         </main>
         <footer class="footer">
-            <span>"Statistics are computed in your browser from every sample; the API key never leaves this page except in requests to your endpoint."</span>
+            <span>"Requests are sent and timed by a Web Worker, off the page's thread; statistics are computed in your browser from every sample. The API key never leaves this page except in requests to your endpoint."</span>
         </footer>
     }
 }

@@ -1,12 +1,17 @@
-//! tokenmeter's page: a Leptos (CSR) app compiled to WebAssembly.
+//! tokenmeter's page and engine: a Leptos (CSR) app compiled to WebAssembly, and
+//! the engine that the worker binary (`src/bin/worker.rs`) runs.
 //!
 //! The page presents; it never measures. Sending and timing requests belongs to the
-//! engine (a Web Worker, so rendering can never delay a timestamp) and every figure
-//! is computed by `tokenmeter-core`. See ARCHITECTURE.md.
+//! engine, in a Web Worker, so rendering can never delay a timestamp, and every
+//! figure is computed by `tokenmeter-core`. See ARCHITECTURE.md.
 
 mod app;
 mod config;
+pub mod engine;
 mod glossary;
+pub mod protocol;
+mod results;
+mod run;
 
 pub use app::App;
 

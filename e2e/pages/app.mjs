@@ -1,5 +1,6 @@
 // The page object: everything specs know about tokenmeter's page goes through
 // its `data-testid` hooks, the same ones outside scripts use.
+import { readFile } from 'node:fs/promises';
 
 export class AppPage {
   constructor(page) {
@@ -26,7 +27,66 @@ export class AppPage {
   }
 
   async fill(id, text) {
-    await this.byTestId(id).fill(text);
+    await this.byTestId(id).fill(String(text));
+  }
+
+  /** Fills the plan form; keys are the hooks' names (`base-url`, `levels`, ...). */
+  async fillPlan(fields) {
+    for (const [id, value] of Object.entries(fields)) {
+      await this.fill(id, value);
+    }
+  }
+
+  async status() {
+    return (await this.byTestId('status').textContent()).trim();
+  }
+
+  /** Waits until the status hook reads exactly `wanted`. */
+  async waitForStatus(wanted, timeout = 90_000) {
+    await this.page.waitForFunction(
+      (w) => document.querySelector('[data-testid="status"]')?.textContent.trim() === w,
+      wanted,
+      { timeout },
+    );
+  }
+
+  async run() {
+    await this.byTestId('run').click();
+  }
+
+  async cancel() {
+    await this.byTestId('cancel').click();
+  }
+
+  /** `{concurrency, n_ok, n_fail, ...}` of every results row, from its cells. */
+  async resultsRows() {
+    return this.page.$$eval('[data-testid="results-row"]', (rows) =>
+      rows.map((row) => {
+        const cells = { concurrency: Number(row.dataset.concurrency) };
+        for (const cell of row.querySelectorAll('[data-col]')) cells[cell.dataset.col] = cell.textContent.trim();
+        return cells;
+      }),
+    );
+  }
+
+  async errorGroups() {
+    return this.page.$$eval('[data-testid="error-group"]', (groups) =>
+      groups.map((g) => ({
+        kind: g.dataset.kind,
+        hint: g.querySelector('[data-testid="error-hint"]')?.textContent ?? '',
+        sample: g.querySelector('[data-testid="error-sample"]')?.textContent ?? null,
+        sampleHtml: g.querySelector('[data-testid="error-sample"]')?.innerHTML ?? null,
+      })),
+    );
+  }
+
+  /** Clicks `export-json` and returns the downloaded run document, parsed. */
+  async exportJson() {
+    const [download] = await Promise.all([
+      this.page.waitForEvent('download'),
+      this.byTestId('export-json').click(),
+    ]);
+    return JSON.parse(await readFile(await download.path(), 'utf8'));
   }
 
   async screenshot(path) {

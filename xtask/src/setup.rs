@@ -250,7 +250,7 @@ fn ensure_trunk() -> Result<()> {
         Some(found) => println!("found {found}, need {want}"),
         None => println!("trunk not found"),
     }
-    println!("installing trunk {TRUNK_VERSION} from crates.io (about 25 min on 2 cores, once)");
+    println!("installing trunk {TRUNK_VERSION} from crates.io (about 10 min on 2 cores, once)");
     exec(Command::new("cargo").args([
         "install",
         "--locked",
@@ -268,7 +268,7 @@ fn ensure_wasm_bindgen(version: &str) -> Result<()> {
         return Ok(());
     }
     println!(
-        "found {}, need {want}; installing wasm-bindgen-cli {version} from crates.io (about 8 min on 2 cores, once)",
+        "found {}, need {want}; installing wasm-bindgen-cli {version} from crates.io (about 3 min on 2 cores, once)",
         found.as_deref().unwrap_or("no wasm-bindgen")
     );
     // No `--locked`: a crate pinned in its lock file is missing from the registry
@@ -291,12 +291,11 @@ fn ensure_browser() -> Result<(PathBuf, PathBuf)> {
         PathBuf::from("/usr/bin/chromium"),
         PathBuf::from("/usr/bin/chromedriver"),
     );
-    if !browser.exists() || !driver.exists() {
-        apt_install(
-            &["chromium", "chromium-driver"],
-            "Chromium and chromedriver (about 1 min)",
-        )?;
-    }
+    // A CJK font too: Chromium brings none, and screenshots show Chinese text.
+    apt_install(
+        &["chromium", "chromium-driver", "fonts-noto-cjk"],
+        "Chromium, chromedriver and a CJK font (about 1-2 min)",
+    )?;
     let version = probe(browser.to_str().unwrap_or_default(), &["--version"]).unwrap_or_default();
     println!("found {version} and {}", driver.display());
     Ok((chromium.unwrap_or(browser), chromedriver.unwrap_or(driver)))

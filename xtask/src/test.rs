@@ -3,7 +3,8 @@
 //! 1. `cargo fmt --check`
 //! 2. clippy `-D warnings`, native (every crate but the app) and wasm32 (the app and the core)
 //! 3. native unit and integration tests (core, simulator, xtask)
-//! 4. components in headless Chromium (wasm-bindgen-test)
+//! 4. components and the engine in headless Chromium (wasm-bindgen-test), with the
+//!    simulator on loopback as the engine's target
 //! 5. `trunk build` of the page, then Playwright specs against it on loopback
 //!
 //! It stops at the first failing layer and exits non-zero.
@@ -82,8 +83,13 @@ pub fn run(args: &[String]) -> Result<()> {
 
     let chromedriver = env.chromedriver.clone().expect("browser needs were set up");
     let chromium = env.chromium.clone().expect("browser needs were set up");
+    let sim = step("start the simulator on loopback", || {
+        let port = free_port()?;
+        Simulator::start(port, &[])
+    })?;
+    let sim_url = format!("http://127.0.0.1:{}/v1", sim.port);
     step(
-        "components in headless Chromium (wasm-bindgen-test)",
+        "components and the engine in headless Chromium (wasm-bindgen-test)",
         || {
             exec(
                 wasm_cargo()
@@ -100,7 +106,9 @@ pub fn run(args: &[String]) -> Result<()> {
                         "wasm-bindgen-test-runner",
                     )
                     .env("CHROMEDRIVER", &chromedriver)
-                    .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
+                    .env("WASM_BINDGEN_TEST_TIMEOUT", "120")
+                    // The engine's browser tests call it (read at compile time by option_env!).
+                    .env("TOKENMETER_SIM_URL", &sim_url),
             )
         },
     )?;
@@ -110,10 +118,6 @@ pub fn run(args: &[String]) -> Result<()> {
             .current_dir(&root)
             .args(["build", "--dist", E2E_DIST, "--public-url", "./"]);
         exec(&mut trunk)
-    })?;
-    let sim = step("start the simulator on loopback", || {
-        let port = free_port()?;
-        Simulator::start(port, &[])
     })?;
     step("end-to-end specs (Playwright in headless Chromium)", || {
         let mut specs: Vec<_> = fs::read_dir(root.join("e2e/specs"))?
@@ -131,9 +135,10 @@ pub fn run(args: &[String]) -> Result<()> {
                 .env("TOKENMETER_DIST", root.join(E2E_DIST))
                 .env("TOKENMETER_CHROMIUM", &chromium)
                 .env("TOKENMETER_SCREENSHOTS", root.join(SCREENSHOTS))
+                .env("TOKENMETER_SIM_URL", &sim_url)
                 .env(
-                    "TOKENMETER_SIM_URL",
-                    format!("http://127.0.0.1:{}/v1", sim.port),
+                    "TOKENMETER_SIM_BIN",
+                    root.join("target/debug/tokenmeter-sim"),
                 ),
         )
     })?;

@@ -107,10 +107,7 @@ pub fn human_secs(secs: f64) -> String {
     if secs < 60.0 {
         format!("{secs:.1} s")
     } else {
-        format!(
-            "{} min {:02} s",
-            (secs / 60.0).floor(),
-            (secs % 60.0).round() as u32
-        )
+        let whole = secs.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
     }
 }

@@ -167,7 +167,8 @@ impl Plan {
             model: "tokenmeter-sim".into(),
             endpoint: EndpointKind::Chat,
             prompt: PromptSpec::Text("请用300字介绍大模型推理中的prefill和decode两个阶段".into()),
-            max_tokens: 128,
+            // Short answers keep the default ladder under a minute on the simulator.
+            max_tokens: 64,
             temperature: Some(0.7),
             include_usage: true,
             extra_body: Map::new(),
@@ -276,6 +277,37 @@ impl Plan {
             Err(problems)
         }
     }
+}
+
+/// The open-loop schedule: when each of `n_requests` arrivals is due, in ms after
+/// the level starts. Evenly spaced at `rate_rps`, or a Poisson process of that rate
+/// (exponential gaps from a seeded generator, so a plan always gives the same
+/// schedule). The first arrival is at 0.
+pub fn arrival_offsets_ms(rate_rps: f64, poisson: bool, n_requests: u32, seed: u64) -> Vec<f64> {
+    let mean_gap_ms = 1e3 / rate_rps;
+    let mut state = seed;
+    let mut next_uniform = move || {
+        // SplitMix64: small, seeded, the same on every platform.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut at = 0.0;
+    (0..n_requests)
+        .map(|i| {
+            if i > 0 {
+                at += if poisson {
+                    // 1 − u is in (0, 1]: the logarithm is finite.
+                    -(1.0 - next_uniform()).ln() * mean_gap_ms
+                } else {
+                    mean_gap_ms
+                };
+            }
+            at
+        })
+        .collect()
 }
 
 /// A prompt of about `n_tokens` tokens for BPE tokenizers: each word below is one
@@ -540,6 +572,24 @@ mod tests {
         let p = generated_prompt(64);
         assert_eq!(p.split(' ').count(), 64);
         assert_eq!(generated_prompt(0), "Repeat");
+    }
+
+    #[test]
+    fn arrivals_even_and_poisson() {
+        assert_eq!(
+            arrival_offsets_ms(4.0, false, 4, 0),
+            [0.0, 250.0, 500.0, 750.0]
+        );
+        let poisson = arrival_offsets_ms(10.0, true, 20_001, 7);
+        assert_eq!(poisson, arrival_offsets_ms(10.0, true, 20_001, 7), "seeded");
+        assert!(poisson.windows(2).all(|w| w[1] >= w[0]));
+        // 20,000 gaps of mean 100 ms: the mean is within 3% (about 4 standard errors).
+        let mean_gap = poisson[20_000] / 20_000.0;
+        assert!((mean_gap - 100.0).abs() < 3.0, "{mean_gap}");
+        assert_ne!(
+            arrival_offsets_ms(10.0, true, 3, 8),
+            arrival_offsets_ms(10.0, true, 3, 7)
+        );
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct RequestRecord {
     /// When the body ended (or the request was given up).
     pub end_us: u64,
     pub status: Option<u16>,
+    /// The response's `id` from its first chunk (names the request in server logs).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub response_id: Option<String>,
     /// Body bytes received.
     pub n_bytes: u64,
     /// Token-bearing events (reasoning and answer).
@@ -193,6 +196,7 @@ pub struct RecordBuilder {
     usage: Option<Usage>,
     finish_reason: Option<String>,
     saw_done: bool,
+    response_id: Option<String>,
     text: String,
     error: Option<RequestError>,
 }
@@ -218,6 +222,7 @@ impl RecordBuilder {
             usage: None,
             finish_reason: None,
             saw_done: false,
+            response_id: None,
             text: String::new(),
             error: None,
         }
@@ -225,6 +230,12 @@ impl RecordBuilder {
 
     pub fn start(&self) -> &RequestStart {
         &self.start
+    }
+
+    /// True once the stream itself has failed (an error event, a malformed or
+    /// oversized event): reading further changes nothing.
+    pub fn has_stream_error(&self) -> bool {
+        self.error.is_some()
     }
 
     /// Tokens seen so far (token-bearing events), for live progress.
@@ -298,6 +309,7 @@ impl RecordBuilder {
             last_token_us: self.token_times_us.last().copied(),
             end_us: at_us,
             status: self.status,
+            response_id: self.response_id,
             n_bytes: self.n_bytes,
             n_token_events,
             n_reasoning_events: self.n_reasoning_events,
@@ -431,6 +443,9 @@ impl RecordBuilder {
                     });
                 }
                 Ok(StreamItem::Chunk(chunk)) => {
+                    if self.response_id.is_none() {
+                        self.response_id = chunk.id.clone();
+                    }
                     if chunk.has_tokens() {
                         self.first_token_us.get_or_insert(event.at_us);
                         self.token_times_us.push(event.at_us);

@@ -107,6 +107,8 @@ pub enum StreamItem {
 /// The parts of a chunk that measuring needs (all choices together).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Chunk {
+    /// The chunk's `id` (`chatcmpl-…`), which names the request in server logs.
+    pub id: Option<String>,
     /// Answer text (`delta.content` or `text`).
     pub content: String,
     /// Reasoning text (`delta.reasoning_content` or `delta.reasoning`).
@@ -132,6 +134,8 @@ pub struct MalformedEvent {
 
 #[derive(Deserialize)]
 struct WireChunk {
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     choices: Option<Vec<WireChoice>>,
     #[serde(default)]
@@ -191,6 +195,7 @@ pub fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
         });
     }
     let mut chunk = Chunk {
+        id: wire.id.filter(|id| !id.is_empty()),
         usage: wire.usage.map(|u| Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
@@ -335,7 +340,9 @@ mod tests {
         let c = chunk(
             r#"{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}"#,
         );
-        assert_eq!(c, Chunk::default());
+        assert_eq!(c, Chunk::default(), "an empty id is no id");
+        let c = chunk(r#"{"id":"chatcmpl-9","choices":[{"delta":{"content":"x"}}]}"#);
+        assert_eq!(c.id.as_deref(), Some("chatcmpl-9"));
     }
 
     #[test]

@@ -301,6 +301,7 @@ mod tests {
             last_token_us: tokens.last().copied(),
             end_us: end,
             status: Some(200),
+            response_id: None,
             n_bytes: 0,
             n_token_events: n_events,
             n_reasoning_events: 0,

@@ -1,0 +1,63 @@
+// Cancel stops every request in flight at once (the simulator sees the
+// disconnects) and keeps what was measured.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { env, launch } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { startSim } from '../lib/sim.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+let browser;
+let site;
+let sim;
+
+before(async () => {
+  site = await serveStatic(env('TOKENMETER_DIST'), '/');
+  sim = await startSim();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  sim?.close();
+});
+
+test('cancel mid-run aborts everything in flight and keeps the results', async () => {
+  const page = await browser.newPage({ acceptDownloads: true });
+  const app = new AppPage(page);
+  await app.open(site.url);
+  // Two lanes of 2-second requests: cancel once two have finished and two are in flight.
+  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '2', 'requests-per-level': 8, 'max-tokens': 100, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('running');
+  await page.waitForFunction(() => {
+    const row = document.querySelector('[data-testid="live-row"][data-state="running"]');
+    return row && parseInt(row.children[2].textContent, 10) >= 2;
+  }, null, { timeout: 60_000 });
+  await page.waitForTimeout(300);
+  await app.cancel();
+  await app.waitForStatus('cancelled', 30_000);
+  assert.equal(await app.byTestId('cancelled-note').count(), 1);
+  const [row] = await app.resultsRows();
+  assert.ok(Number(row.n_ok) >= 2, 'what finished before Cancel is kept');
+
+  const doc = await app.exportJson();
+  assert.equal(doc.status, 'cancelled');
+  const cancelled = doc.records.filter((r) => r.error?.kind === 'cancelled');
+  assert.ok(cancelled.length >= 1, 'in-flight requests are recorded as cancelled');
+  assert.ok(cancelled.every((r) => r.n_token_events > 0), 'with the tokens that arrived');
+
+  // The simulator saw every one of them go.
+  let truth;
+  for (let i = 0; i < 50; i++) {
+    truth = await sim.truth();
+    if (truth.requests.filter((t) => t.outcome === 'disconnected').length >= cancelled.length) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const gone = truth.requests.filter((t) => t.outcome === 'disconnected');
+  assert.equal(gone.length, cancelled.length);
+  assert.ok(gone.every((t) => t.tokens.length < 100));
+  assert.ok(doc.records.length < 8, 'nothing was sent after Cancel');
+  await page.close();
+});

@@ -1,0 +1,93 @@
+// The main job: a ladder runs to `done` in the engine worker, and what the page
+// reports agrees with the simulator's truth record: token counts exactly, TTFT and
+// TPOT within a tolerance loose enough for a busy 2-core machine (the tight
+// comparison is a benchmark's job).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { env, launch, screenshotPath } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { startSim } from '../lib/sim.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+let browser;
+let site;
+let sim;
+
+before(async () => {
+  site = await serveStatic(env('TOKENMETER_DIST'), '/');
+  sim = await startSim();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  sim?.close();
+});
+
+test('a ladder runs to done and agrees with the truth', async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+  const app = new AppPage(page);
+  await app.open(site.url);
+  assert.equal(await app.status(), 'idle');
+  await app.fillPlan({
+    'base-url': sim.baseUrl,
+    levels: '1,2,4',
+    'requests-per-level': 4,
+    'max-tokens': 16,
+    warmup: 1,
+  });
+  await app.run();
+  await app.waitForStatus('done');
+
+  const rows = await app.resultsRows();
+  assert.deepEqual(rows.map((r) => r.concurrency), [1, 2, 4]);
+  for (const row of rows) {
+    assert.equal(row.n_ok, '4');
+    assert.equal(row.n_fail, '0');
+    assert.equal(row.tokens, 'usage');
+  }
+  assert.ok((await app.byTestId('verdict').textContent()).length > 20);
+  await app.screenshot(screenshotPath('run-done.png'));
+
+  const doc = await app.exportJson();
+  assert.equal(doc.schema, 1);
+  assert.equal(doc.status, 'done');
+  assert.ok(!JSON.stringify(doc).includes('Bearer'), 'no key material in the document');
+  const truth = await sim.truth();
+  const byId = new Map(truth.requests.map((t) => [t.response_id, t]));
+  const measured = doc.records.filter((r) => !r.warmup);
+  assert.equal(measured.length, 12);
+  assert.equal(doc.records.filter((r) => r.warmup).length, 1);
+  for (const r of measured) {
+    const t = byId.get(r.response_id);
+    assert.ok(t, `the simulator knows ${r.response_id}`);
+    // Token counts: exact.
+    assert.equal(r.n_out, t.tokens.length);
+    assert.equal(r.n_token_events, t.n_token_events);
+    assert.equal(r.token_mismatch, 0);
+    // TTFT: the page's (send → first token) against the simulator's (accepted →
+    // first token written). Loopback adds little; the machine's noise adds more.
+    const ttftMs = (r.first_token_us - r.sent_us) / 1e3;
+    const truthTtftMs = (t.tokens[0].written_us - t.accepted_us) / 1e3;
+    assert.ok(Math.abs(ttftMs - truthTtftMs) < 60, `TTFT ${ttftMs} vs truth ${truthTtftMs}`);
+    // Inter-token time: the page's spread of tokens against the written spread.
+    const spanMs = (r.last_token_us - r.first_token_us) / 1e3;
+    const truthSpanMs = (t.tokens.at(-1).written_us - t.tokens[0].written_us) / 1e3;
+    assert.ok(Math.abs(spanMs - truthSpanMs) < 60 + truthSpanMs * 0.1, `span ${spanMs} vs truth ${truthSpanMs}`);
+  }
+  assert.deepEqual(app.consoleErrors, []);
+  await page.close();
+});
+
+test('the connection warning appears for concurrency above six over http://', async () => {
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2,4' });
+  assert.equal(await app.byTestId('connection-warning').count(), 0);
+  await app.fill('levels', '1,2,4,8,16');
+  await app.byTestId('connection-warning').waitFor();
+  assert.match(await app.byTestId('connection-warning').textContent(), /at most 6 connections per host/);
+  await page.close();
+});

@@ -1,0 +1,69 @@
+//! The engine worker: a second wasm binary that Trunk builds as a Web Worker
+//! (`data-type="worker"` in `index.html`). It receives the plan and the key from the
+//! page, runs the load test off the UI thread, and posts progress and the document.
+
+use std::{cell::RefCell, rc::Rc};
+
+use tokenmeter::{
+    engine::{
+        cancel::CancelToken,
+        runner::{run, RunInput},
+    },
+    protocol::{FromWorker, ToWorker},
+};
+use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+fn main() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let post: Rc<dyn Fn(FromWorker)> = Rc::new({
+        let scope = scope.clone();
+        move |message: FromWorker| {
+            let json = serde_json::to_string(&message).expect("messages serialise");
+            // Posting fails only when the page is gone; then nobody is listening.
+            let _ = scope.post_message(&JsValue::from_str(&json));
+        }
+    });
+    let current: Rc<RefCell<Option<CancelToken>>> = Rc::default();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
+        let post = post.clone();
+        move |event: MessageEvent| {
+            let Some(text) = event.data().as_string() else {
+                return;
+            };
+            match serde_json::from_str::<ToWorker>(&text) {
+                Ok(ToWorker::Start {
+                    run_id,
+                    started_at,
+                    plan,
+                    api_key,
+                }) => {
+                    let cancel = CancelToken::default();
+                    if let Some(previous) = current.borrow_mut().replace(cancel.clone()) {
+                        previous.cancel();
+                    }
+                    let input = RunInput {
+                        run_id,
+                        started_at,
+                        plan: *plan,
+                        api_key,
+                    };
+                    wasm_bindgen_futures::spawn_local(run(input, cancel, post.clone()));
+                }
+                Ok(ToWorker::Cancel) => {
+                    if let Some(cancel) = current.borrow().as_ref() {
+                        cancel.cancel();
+                    }
+                }
+                Err(err) => post(FromWorker::Failed {
+                    problems: vec![format!("the worker could not read a message: {err}")],
+                }),
+            }
+        }
+    });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    post(FromWorker::Ready);
+}

@@ -1,0 +1,167 @@
+//! One request: `fetch` with a `ReadableStream` body, every chunk stamped on arrival
+//! and handed to the core's `RecordBuilder`; the timeout and Cancel abort it through
+//! an `AbortController`.
+
+use std::{cell::Cell, rc::Rc};
+
+use gloo_timers::callback::Timeout;
+use js_sys::{Reflect, Uint8Array};
+use tokenmeter_core::record::{
+    RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
+};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Headers, ReadableStreamDefaultReader, RequestInit, Response};
+
+use super::{cancel::CancelToken, clock::Clock};
+
+/// What every request of a run sends.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub url: String,
+    /// The JSON body, encoded once.
+    pub body: String,
+    /// Request headers, the key's among them (held in memory only).
+    pub headers: Vec<(String, String)>,
+    pub timeout_ms: f64,
+}
+
+/// Sends one request and reads it to the end (or the timeout, or Cancel).
+///
+/// `start.sent_us` must be taken just before calling: nothing here waits before
+/// `fetch`.
+pub async fn send(
+    target: &Target,
+    start: RequestStart,
+    clock: &Clock,
+    cancel: &CancelToken,
+    options: RecordOptions,
+) -> RequestRecord {
+    let mut builder = RecordBuilder::new(start, options);
+    let Ok(controller) = AbortController::new() else {
+        return builder.finish(
+            StreamEnd::NetworkError {
+                message: "this browser has no AbortController".into(),
+            },
+            clock.now_us(),
+        );
+    };
+    let _registration = cancel.register(controller.clone());
+    let timed_out = Rc::new(Cell::new(false));
+    let _timer = Timeout::new(target.timeout_ms.clamp(1.0, u32::MAX as f64) as u32, {
+        let controller = controller.clone();
+        let timed_out = timed_out.clone();
+        move || {
+            timed_out.set(true);
+            controller.abort();
+        }
+    });
+    let ended = |error: JsValue| {
+        if timed_out.get() {
+            StreamEnd::TimedOut
+        } else if cancel.is_cancelled() {
+            StreamEnd::Cancelled
+        } else {
+            StreamEnd::NetworkError {
+                message: describe_js_error(&error),
+            }
+        }
+    };
+
+    let init = RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(&target.body));
+    init.set_signal(Some(&controller.signal()));
+    let headers = Headers::new().expect("Headers can be made");
+    for (name, value) in &target.headers {
+        if let Err(err) = headers.append(name, value) {
+            return builder.finish(
+                StreamEnd::NetworkError {
+                    message: format!(
+                        "the header `{name}` is not valid: {}",
+                        describe_js_error(&err)
+                    ),
+                },
+                clock.now_us(),
+            );
+        }
+    }
+    init.set_headers(&headers);
+
+    let end = match JsFuture::from(fetch(&target.url, &init)).await {
+        Err(error) => ended(error),
+        Ok(response) => {
+            let response: Response = response.unchecked_into();
+            let response_headers = response.headers();
+            let content_type = response_headers.get("content-type").ok().flatten();
+            let retry_after = response_headers.get("retry-after").ok().flatten();
+            builder.on_headers(
+                response.status(),
+                content_type.as_deref(),
+                retry_after.as_deref(),
+                clock.now_us(),
+            );
+            match response.body() {
+                None => StreamEnd::Complete,
+                Some(body) => {
+                    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+                    read_to_end(&reader, &mut builder, clock, &controller)
+                        .await
+                        .unwrap_or_else(ended)
+                }
+            }
+        }
+    };
+    builder.finish(end, clock.now_us())
+}
+
+/// Reads the body chunk by chunk; `Err` carries the reader's rejection.
+async fn read_to_end(
+    reader: &ReadableStreamDefaultReader,
+    builder: &mut RecordBuilder,
+    clock: &Clock,
+    controller: &AbortController,
+) -> Result<StreamEnd, JsValue> {
+    loop {
+        let chunk = JsFuture::from(reader.read()).await?;
+        // Stamp first: everything after this line is not the network's time.
+        let at_us = clock.now_us();
+        if Reflect::get(&chunk, &"done".into())?.as_bool() == Some(true) {
+            return Ok(StreamEnd::Complete);
+        }
+        let value: Uint8Array = Reflect::get(&chunk, &"value".into())?.unchecked_into();
+        builder.on_bytes(&value.to_vec(), at_us);
+        if builder.has_stream_error() {
+            // An error inside a 200 stream: the verdict is in; stop downloading.
+            controller.abort();
+            return Ok(StreamEnd::Complete);
+        }
+    }
+}
+
+/// `fetch` on whichever global this runs in (worker or window).
+fn fetch(url: &str, init: &RequestInit) -> js_sys::Promise {
+    let global = js_sys::global();
+    if let Some(worker) = global.dyn_ref::<web_sys::WorkerGlobalScope>() {
+        worker.fetch_with_str_and_init(url, init)
+    } else {
+        global
+            .unchecked_into::<web_sys::Window>()
+            .fetch_with_str_and_init(url, init)
+    }
+}
+
+/// `TypeError: Failed to fetch` and the like, from whatever was thrown.
+pub fn describe_js_error(error: &JsValue) -> String {
+    if let Some(error) = error.dyn_ref::<js_sys::Error>() {
+        format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        )
+    } else if let Some(text) = error.as_string() {
+        text
+    } else {
+        format!("{error:?}")
+    }
+}

@@ -1,0 +1,368 @@
+//! A run: warm-up, then the plan's schedule (closed-loop ladder, open-loop arrivals,
+//! or a fixed duration), progress for the page at most ten times a second, and the
+//! run document at the end, cancelled or not.
+//!
+//! Concurrency is `spawn_local` tasks (or lanes joined in one task): a closed-loop
+//! level runs `c` lanes, each sending its next request as soon as its previous one
+//! ended. Open-loop arrivals are spawned at their scheduled instants; if the timer
+//! fires late, the delay is recorded as client queue time, not as TTFT.
+
+use std::{
+    cell::{Cell, RefCell},
+    rc::Rc,
+    time::Duration,
+};
+
+use futures_channel::mpsc;
+use futures_util::{future::join_all, StreamExt};
+use tokenmeter_core::{
+    plan::{arrival_offsets_ms, AuthStyle, LoadMode, Plan},
+    record::{RecordOptions, RequestRecord, RequestStart},
+    report::{Environment, RunDocument, RunStatus},
+    stream::request_body,
+    summary::LevelStats,
+};
+
+use super::{
+    cancel::CancelToken,
+    clock::Clock,
+    request::{send, Target},
+};
+use crate::protocol::{FromWorker, LevelProgress, LevelState, Progress};
+
+/// How often the page hears about progress: ten times a second at most.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Everything a run needs.
+pub struct RunInput {
+    pub run_id: String,
+    pub started_at: String,
+    pub plan: Plan,
+    pub api_key: Option<String>,
+}
+
+/// The state shared by the lanes and the progress ticker.
+struct Shared {
+    clock: Clock,
+    records: RefCell<Vec<RequestRecord>>,
+    progress: RefCell<Progress>,
+    /// One accumulator per level, for the live percentiles.
+    live: RefCell<Vec<LevelStats>>,
+    level_started_ms: RefCell<Vec<f64>>,
+    next_id: Cell<u64>,
+    finished: Cell<bool>,
+}
+
+impl Shared {
+    fn next_id(&self) -> u64 {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        id
+    }
+
+    fn level(&self, index: usize, f: impl FnOnce(&mut LevelProgress)) {
+        if let Some(level) = self.progress.borrow_mut().levels.get_mut(index) {
+            f(level);
+        }
+    }
+
+    fn record_done(&self, level_index: Option<usize>, record: RequestRecord) {
+        match level_index {
+            Some(index) => {
+                let failed = !record.is_ok();
+                self.live.borrow_mut()[index].add(&record);
+                self.level(index, |level| {
+                    level.n_done += 1;
+                    level.n_in_flight = level.n_in_flight.saturating_sub(1);
+                    level.n_failed += u32::from(failed);
+                });
+            }
+            None => self.progress.borrow_mut().n_warmup_done += 1,
+        }
+        self.records.borrow_mut().push(record);
+    }
+
+    /// The progress with live figures, as of now.
+    fn snapshot(&self, plan: &Plan) -> Progress {
+        let mut progress = self.progress.borrow().clone();
+        progress.elapsed_ms = self.clock.now_ms();
+        let live = self.live.borrow();
+        let started = self.level_started_ms.borrow();
+        for (i, level) in progress.levels.iter_mut().enumerate() {
+            let summary = live[i].summary(&plan.slo);
+            level.ttft_p50_ms = summary.ttft_ms.map(|d| d.p50);
+            level.ttft_p95_ms = summary.ttft_ms.map(|d| d.p95);
+            level.output_tps = summary.output_tps;
+            if level.state == LevelState::Running {
+                level.elapsed_ms = progress.elapsed_ms - started[i];
+            }
+        }
+        progress
+    }
+}
+
+/// The request every request of the run sends.
+pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(key) = api_key.map(str::trim).filter(|k| !k.is_empty()) {
+        match plan.auth {
+            AuthStyle::Bearer => headers.push(("authorization".into(), format!("Bearer {key}"))),
+            AuthStyle::ApiKeyHeader => headers.push(("api-key".into(), key.to_owned())),
+        }
+    }
+    headers.extend(plan.extra_headers.iter().cloned());
+    Target {
+        url: plan.endpoint_url(),
+        body: request_body(&plan.body_spec()).to_string(),
+        headers,
+        timeout_ms: plan.timeout_s * 1e3,
+    }
+}
+
+/// Runs a plan to the end (or to Cancel), posting progress and then the document.
+pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorker)>) {
+    if let Err(problems) = input.plan.validate() {
+        post(FromWorker::Failed { problems });
+        return;
+    }
+    let plan = input.plan;
+    let target = target(&plan, input.api_key.as_deref());
+    let options = RecordOptions::default();
+    let clock = Clock::start();
+    let resolution_us = clock.resolution_us();
+
+    let levels: Vec<(u32, u32)> = match &plan.load {
+        LoadMode::Ladder {
+            levels,
+            requests_per_level,
+        } => levels.iter().map(|&c| (c, *requests_per_level)).collect(),
+        LoadMode::Arrivals { n_requests, .. } => vec![(0, *n_requests)],
+        LoadMode::Duration { concurrency, .. } => vec![(*concurrency, 0)],
+    };
+    let shared = Rc::new(Shared {
+        clock: clock.clone(),
+        records: RefCell::new(Vec::new()),
+        progress: RefCell::new(Progress {
+            n_warmup: plan.warmup_requests,
+            levels: levels
+                .iter()
+                .map(|&(concurrency, n_planned)| LevelProgress {
+                    concurrency,
+                    n_planned,
+                    ..LevelProgress::default()
+                })
+                .collect(),
+            ..Progress::default()
+        }),
+        live: RefCell::new(levels.iter().map(|&(c, _)| LevelStats::new(c)).collect()),
+        level_started_ms: RefCell::new(vec![0.0; levels.len()]),
+        next_id: Cell::new(0),
+        finished: Cell::new(false),
+    });
+
+    // Progress, at a bounded rate, until the run ends.
+    wasm_bindgen_futures::spawn_local({
+        let shared = shared.clone();
+        let post = post.clone();
+        let plan = plan.clone();
+        async move {
+            while !shared.finished.get() {
+                post(FromWorker::Progress(shared.snapshot(&plan)));
+                gloo_timers::future::sleep(PROGRESS_EVERY).await;
+            }
+        }
+    });
+
+    // Warm-up: sequential, never summarised; it pays for connection set-up and the
+    // first CORS preflight.
+    let warmup_concurrency = levels.first().map_or(1, |l| l.0.max(1));
+    for _ in 0..plan.warmup_requests {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let now = clock.now_us();
+        let start = RequestStart {
+            id: shared.next_id(),
+            concurrency: warmup_concurrency,
+            warmup: true,
+            wanted_us: now,
+            sent_us: now,
+        };
+        let record = send(&target, start, &clock, &cancel, options).await;
+        shared.record_done(None, record);
+    }
+
+    for (index, &(concurrency, n_planned)) in levels.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        shared.level_started_ms.borrow_mut()[index] = clock.now_ms();
+        shared.level(index, |l| l.state = LevelState::Running);
+        let ctx = LevelContext {
+            shared: &shared,
+            target: &target,
+            cancel: &cancel,
+            options,
+            index,
+        };
+        match &plan.load {
+            LoadMode::Ladder { .. } => ctx.closed_loop(concurrency, Some(n_planned), None).await,
+            LoadMode::Duration { seconds, .. } => {
+                ctx.closed_loop(concurrency, None, Some(seconds * 1e3))
+                    .await
+            }
+            LoadMode::Arrivals {
+                rate_rps,
+                poisson,
+                seed,
+                ..
+            } => {
+                ctx.open_loop(&arrival_offsets_ms(*rate_rps, *poisson, n_planned, *seed))
+                    .await
+            }
+        }
+        let elapsed = clock.now_ms() - shared.level_started_ms.borrow()[index];
+        shared.level(index, |l| {
+            l.state = LevelState::Done;
+            l.elapsed_ms = elapsed;
+        });
+    }
+
+    let status = if cancel.is_cancelled() {
+        RunStatus::Cancelled
+    } else {
+        RunStatus::Done
+    };
+    post(FromWorker::Progress(shared.snapshot(&plan)));
+    shared.finished.set(true);
+    let records = std::mem::take(&mut *shared.records.borrow_mut());
+    let document = RunDocument::build(
+        input.run_id,
+        input.started_at,
+        status,
+        plan,
+        environment(resolution_us),
+        records,
+    );
+    post(FromWorker::Finished {
+        document: Box::new(document),
+    });
+}
+
+/// What one level's scheduling needs.
+struct LevelContext<'a> {
+    shared: &'a Rc<Shared>,
+    target: &'a Target,
+    cancel: &'a CancelToken,
+    options: RecordOptions,
+    index: usize,
+}
+
+impl LevelContext<'_> {
+    /// `concurrency` lanes, each sending its next request when its previous one
+    /// ended, until `limit` requests were sent or `duration_ms` passed.
+    async fn closed_loop(&self, concurrency: u32, limit: Option<u32>, duration_ms: Option<f64>) {
+        let clock = &self.shared.clock;
+        let n_sent = Cell::new(0u32);
+        let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
+        let lanes = (0..concurrency).map(|_| async {
+            loop {
+                if self.cancel.is_cancelled()
+                    || limit.is_some_and(|n| n_sent.get() >= n)
+                    || deadline_ms.is_some_and(|d| clock.now_ms() >= d)
+                {
+                    break;
+                }
+                n_sent.set(n_sent.get() + 1);
+                self.shared.level(self.index, |l| l.n_in_flight += 1);
+                let now = clock.now_us();
+                let start = RequestStart {
+                    id: self.shared.next_id(),
+                    concurrency,
+                    warmup: false,
+                    wanted_us: now,
+                    sent_us: now,
+                };
+                let record = send(self.target, start, clock, self.cancel, self.options).await;
+                self.shared.record_done(Some(self.index), record);
+            }
+        });
+        join_all(lanes).await;
+    }
+
+    /// Requests that arrive at `offsets_ms` after now, whatever the server's speed.
+    async fn open_loop(&self, offsets_ms: &[f64]) {
+        let clock = &self.shared.clock;
+        let level_start_ms = clock.now_ms();
+        let (done_tx, mut done_rx) = mpsc::unbounded::<()>();
+        let mut n_spawned = 0usize;
+        for &offset in offsets_ms {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let due_ms = level_start_ms + offset;
+            let wait_ms = due_ms - clock.now_ms();
+            if wait_ms >= 1.0 {
+                gloo_timers::future::sleep(Duration::from_micros((wait_ms * 1e3) as u64)).await;
+            }
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let start = RequestStart {
+                id: self.shared.next_id(),
+                concurrency: 0,
+                warmup: false,
+                // The arrival was due then; a late timer is client queue time.
+                wanted_us: (due_ms * 1e3).max(0.0) as u64,
+                sent_us: clock.now_us(),
+            };
+            self.shared.level(self.index, |l| l.n_in_flight += 1);
+            n_spawned += 1;
+            let shared = self.shared.clone();
+            let target = self.target.clone();
+            let cancel = self.cancel.clone();
+            let options = self.options;
+            let index = self.index;
+            let done_tx = done_tx.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let record = send(&target, start, &shared.clock, &cancel, options).await;
+                shared.record_done(Some(index), record);
+                let _ = done_tx.unbounded_send(());
+            });
+        }
+        for _ in 0..n_spawned {
+            if done_rx.next().await.is_none() {
+                break;
+            }
+        }
+    }
+}
+
+/// What can be known about where the run was measured from.
+fn environment(timer_resolution_us: f64) -> Environment {
+    let global = js_sys::global();
+    let get = |object: &wasm_bindgen::JsValue, key: &str| {
+        js_sys::Reflect::get(object, &key.into()).unwrap_or(wasm_bindgen::JsValue::UNDEFINED)
+    };
+    let navigator = get(&global, "navigator");
+    let location = get(&global, "location");
+    let mut notes = Vec::new();
+    let isolated = get(&global, "crossOriginIsolated").as_bool();
+    if isolated == Some(false) && timer_resolution_us > 20.0 {
+        notes.push(format!(
+            "timer resolution is {timer_resolution_us:.0} µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs"
+        ));
+    }
+    Environment {
+        user_agent: get(&navigator, "userAgent").as_string(),
+        page_origin: get(&location, "origin").as_string(),
+        timer_resolution_us: timer_resolution_us
+            .is_finite()
+            .then_some(timer_resolution_us),
+        cross_origin_isolated: isolated,
+        hardware_concurrency: get(&navigator, "hardwareConcurrency")
+            .as_f64()
+            .map(|n| n as u32),
+        notes,
+    }
+}

@@ -1,0 +1,79 @@
+//! Messages between the page and the engine worker, sent as JSON strings.
+//!
+//! The page sends the plan and the key (the key only ever lives in the two
+//! threads' memory); the worker answers with progress at most ten times a second
+//! and, at the end, the run document.
+
+use serde::{Deserialize, Serialize};
+use tokenmeter_core::{plan::Plan, report::RunDocument};
+
+/// Page → worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToWorker {
+    Start {
+        run_id: String,
+        /// ISO 8601, from the page's clock.
+        started_at: String,
+        plan: Box<Plan>,
+        /// Never logged, never stored by the worker beyond the run.
+        api_key: Option<String>,
+    },
+    /// Abort every request in flight and finish with what was measured.
+    Cancel,
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromWorker {
+    /// The worker has started and listens.
+    Ready,
+    Progress(Progress),
+    /// The run ended (done or cancelled); the document holds everything.
+    Finished {
+        document: Box<RunDocument>,
+    },
+    /// The run could not start (an invalid plan); nothing was sent.
+    Failed {
+        problems: Vec<String>,
+    },
+}
+
+/// Where a run stands, for the live view.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Since the run started.
+    pub elapsed_ms: f64,
+    /// Warm-up requests finished, of those planned.
+    pub n_warmup_done: u32,
+    pub n_warmup: u32,
+    pub levels: Vec<LevelProgress>,
+}
+
+/// One level of the live view.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelProgress {
+    /// The concurrency; 0 for open-loop arrivals.
+    pub concurrency: u32,
+    pub state: LevelState,
+    /// Requests planned (0 when the level is bounded by time).
+    pub n_planned: u32,
+    pub n_done: u32,
+    pub n_in_flight: u32,
+    pub n_failed: u32,
+    pub elapsed_ms: f64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    /// Aggregate output tokens/s of the finished requests so far.
+    pub output_tps: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelState {
+    #[default]
+    Waiting,
+    Running,
+    Done,
+}
