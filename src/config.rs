@@ -5,7 +5,10 @@
 //! page through them): see the README.
 
 use leptos::prelude::*;
-use tokenmeter_core::plan::{normalize_base_url, parse_levels, LoadMode, Plan, PromptSpec};
+use tokenmeter_core::plan::{
+    import_config, normalize_base_url, parse_levels, LoadMode, Plan, PromptSpec,
+};
+use wasm_bindgen::{prelude::Closure, JsCast};
 
 use crate::run::{Phase, RunHandle};
 
@@ -28,6 +31,23 @@ struct Form {
 
 impl Form {
     fn from_plan(plan: &Plan) -> Form {
+        let form = Form {
+            base_url: RwSignal::new(String::new()),
+            api_key: RwSignal::new(String::new()),
+            model: RwSignal::new(String::new()),
+            prompt: RwSignal::new(String::new()),
+            max_tokens: RwSignal::new(String::new()),
+            levels: RwSignal::new(String::new()),
+            requests_per_level: RwSignal::new(String::new()),
+            warmup: RwSignal::new(String::new()),
+            timeout_s: RwSignal::new(String::new()),
+        };
+        form.fill(plan);
+        form
+    }
+
+    /// Puts a plan's values into the fields (the key field is left alone).
+    fn fill(&self, plan: &Plan) {
         let (levels, requests) = match &plan.load {
             LoadMode::Ladder {
                 levels,
@@ -40,19 +60,17 @@ impl Form {
                     .join(","),
                 requests_per_level.to_string(),
             ),
-            _ => ("1".into(), "8".into()),
+            LoadMode::Duration { concurrency, .. } => (concurrency.to_string(), "8".into()),
+            LoadMode::Arrivals { n_requests, .. } => ("1".into(), n_requests.to_string()),
         };
-        Form {
-            base_url: RwSignal::new(plan.base_url.clone()),
-            api_key: RwSignal::new(String::new()),
-            model: RwSignal::new(plan.model.clone()),
-            prompt: RwSignal::new(plan.prompt_text()),
-            max_tokens: RwSignal::new(plan.max_tokens.to_string()),
-            levels: RwSignal::new(levels),
-            requests_per_level: RwSignal::new(requests),
-            warmup: RwSignal::new(plan.warmup_requests.to_string()),
-            timeout_s: RwSignal::new(format!("{}", plan.timeout_s)),
-        }
+        self.base_url.set(plan.base_url.clone());
+        self.model.set(plan.model.clone());
+        self.prompt.set(plan.prompt_text());
+        self.max_tokens.set(plan.max_tokens.to_string());
+        self.levels.set(levels);
+        self.requests_per_level.set(requests);
+        self.warmup.set(plan.warmup_requests.to_string());
+        self.timeout_s.set(format!("{}", plan.timeout_s));
     }
 
     /// The plan the form describes, on top of `base`; every problem as a sentence.
@@ -140,6 +158,50 @@ fn Field(
 #[component]
 pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
     let form = Form::from_plan(&plan);
+    // The plan behind the form: what the form does not show (SLO, analysis, extra
+    // fields) comes from here, and an import or a shared link replaces it.
+    let base = StoredValue::new(plan.clone());
+    let import_notes = RwSignal::new(Vec::<String>::new());
+    let import_error = RwSignal::new(None::<String>);
+    let apply_import = move |json: &str| match import_config(json) {
+        Ok(imported) => {
+            form.fill(&imported.plan);
+            base.set_value(imported.plan);
+            let mut notes = imported.notes;
+            if let Some(key) = imported.api_key {
+                form.api_key.set(key);
+                notes.push(
+                    "the file's api_key is in the key field, in this page's memory only".into(),
+                );
+            }
+            import_notes.set(notes);
+            import_error.set(None);
+        }
+        Err(problem) => {
+            import_notes.set(Vec::new());
+            import_error.set(Some(problem));
+        }
+    };
+    if let Some(json) = plan_from_location() {
+        apply_import(&json);
+    }
+    let import_text = RwSignal::new(String::new());
+    let share_url = RwSignal::new(None::<String>);
+    let on_share = move |_| match form.plan(&base.get_value()) {
+        Ok(plan) => {
+            let url = share_link(&plan);
+            share_url.set(Some(url.clone()));
+            // Also into the clipboard, where the browser allows it.
+            if let Some(window) = web_sys::window() {
+                let copied = window.navigator().clipboard().write_text(&url);
+                // A refusal (no permission, no focus) is fine: the link is shown too.
+                leptos::task::spawn_local(async move {
+                    let _ = wasm_bindgen_futures::JsFuture::from(copied).await;
+                });
+            }
+        }
+        Err(problems) => run.problems.set(problems),
+    };
     let running = Signal::derive(move || run.phase.get() == Phase::Running);
 
     let base_url_check = move || {
@@ -203,8 +265,7 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
     };
 
     let on_run = {
-        let plan = plan.clone();
-        move |_| match form.plan(&plan) {
+        move |_| match form.plan(&base.get_value()) {
             Ok(plan) => {
                 let key = form.api_key.get_untracked();
                 run.start(plan, (!key.trim().is_empty()).then_some(key));
@@ -306,6 +367,39 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
                     "Status: " <span data-testid="status">{move || run.phase.get().as_str()}</span>
                 </span>
             </div>
+            <div class="share">
+                <button data-testid="share-link" on:click=on_share>"Link to this plan"</button>
+                {move || share_url.get().map(|url| view! {
+                    <input class="share-url" data-testid="share-url" readonly prop:value=url/>
+                    <p class="field-note">"The link holds the plan, never the key."</p>
+                })}
+            </div>
+            <details class="import" data-testid="import">
+                <summary>"Import a config.json"</summary>
+                <p class="field-note">
+                    "The reference article's config.json, or a plan saved by tokenmeter. A key in the file goes to the key field, in memory only."
+                </p>
+                <input
+                    type="file"
+                    accept="application/json,.json"
+                    data-testid="import-file"
+                    on:change=move |ev| read_file(ev, apply_import)
+                />
+                <textarea
+                    data-testid="import-text"
+                    rows="4"
+                    placeholder="…or paste it here"
+                    prop:value=import_text
+                    on:input=move |ev| import_text.set(event_target_value(&ev))
+                ></textarea>
+                <button data-testid="import-apply" on:click=move |_| apply_import(&import_text.get_untracked())>
+                    "Import"
+                </button>
+                {move || import_error.get().map(|e| view! { <p class="field-error" data-testid="import-error">{e}</p> })}
+                {move || (!import_notes.get().is_empty()).then(|| view! {
+                    <p class="field-note" data-testid="import-note">{import_notes.get().join("; ")}</p>
+                })}
+            </details>
             <Show when=move || !run.problems.get().is_empty()>
                 <ul class="problems" data-testid="plan-error">
                     {move || run.problems.get().into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
@@ -313,4 +407,54 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
             </Show>
         </section>
     }
+}
+
+/// The fragment that carries a shared plan: `#plan=<URI-encoded JSON>`. A fragment
+/// never reaches a server, and the plan never holds the key.
+const PLAN_FRAGMENT: &str = "#plan=";
+
+/// A link to this page that opens with `plan` in the form.
+fn share_link(plan: &Plan) -> String {
+    let json = serde_json::to_string(plan).expect("a plan serialises");
+    let encoded = String::from(js_sys::encode_uri_component(&json));
+    let page = web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .map(|href| href.split('#').next().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    format!("{page}{PLAN_FRAGMENT}{encoded}")
+}
+
+/// The plan JSON of a shared link this page was opened with.
+fn plan_from_location() -> Option<String> {
+    let hash = web_sys::window()?.location().hash().ok()?;
+    let encoded = hash.strip_prefix(PLAN_FRAGMENT)?;
+    js_sys::decode_uri_component(encoded).ok().map(String::from)
+}
+
+/// Reads the file chosen in a file input and hands its text to `apply`.
+fn read_file(event: leptos::ev::Event, apply: impl Fn(&str) + Copy + 'static) {
+    let Some(input) = event
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    let Some(file) = input.files().and_then(|files| files.get(0)) else {
+        return;
+    };
+    let Ok(reader) = web_sys::FileReader::new() else {
+        return;
+    };
+    let on_load = Closure::once({
+        let reader = reader.clone();
+        move || {
+            if let Some(text) = reader.result().ok().and_then(|r| r.as_string()) {
+                apply(&text);
+            }
+        }
+    });
+    reader.set_onload(Some(on_load.as_ref().unchecked_ref()));
+    // The closure must outlive this call; it runs once, when the file is read.
+    on_load.forget();
+    let _ = reader.read_as_text(&file);
 }

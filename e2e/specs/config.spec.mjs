@@ -1,0 +1,123 @@
+// Plans come in from the reference article's config.json (pasted or as a file)
+// and go out as a link that reproduces the plan without the key.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { env, launch } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+/** Section 3 of the reference article, verbatim. */
+const ARTICLE_CONFIG = `{ "base_url": "https://taotoken.net/api", "api_key": "sk-你的Key填这里", "model": "你的模型ID", "prompt": "请用300字介绍大模型推理中的prefill和decode两个阶段", "max_tokens": 300, "temperature": 0.7, "concurrency_levels": [1, 2, 4, 8, 16], "requests_per_level": 8, "timeout": 60 }`;
+
+let browser;
+let site;
+
+before(async () => {
+  site = await serveStatic(env('TOKENMETER_DIST'), '/');
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+async function formValues(app) {
+  const values = {};
+  for (const id of ['base-url', 'api-key', 'model', 'prompt', 'max-tokens', 'levels', 'requests-per-level', 'timeout']) {
+    values[id] = await app.byTestId(id).inputValue();
+  }
+  return values;
+}
+
+const ARTICLE_FORM = {
+  'base-url': 'https://taotoken.net/api',
+  'api-key': 'sk-你的Key填这里',
+  model: '你的模型ID',
+  prompt: '请用300字介绍大模型推理中的prefill和decode两个阶段',
+  'max-tokens': '300',
+  levels: '1,2,4,8,16',
+  'requests-per-level': '8',
+  timeout: '60',
+};
+
+test("pasting the article's config.json fills the form", async () => {
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.byTestId('import').locator('summary').click();
+  await app.fill('import-text', ARTICLE_CONFIG);
+  await app.byTestId('import-apply').click();
+  await app.byTestId('import-note').waitFor();
+  assert.deepEqual(await formValues(app), ARTICLE_FORM);
+  assert.match(await app.byTestId('import-note').textContent(), /memory only/);
+  // Over HTTPS at concurrency 16 there is no HTTP/1.1 warning.
+  assert.equal(await app.byTestId('connection-warning').count(), 0);
+  await page.close();
+});
+
+test('the same file, chosen from disk', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tokenmeter-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, ARTICLE_CONFIG);
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.byTestId('import').locator('summary').click();
+  await app.byTestId('import-file').setInputFiles(file);
+  await app.byTestId('import-note').waitFor();
+  assert.deepEqual(await formValues(app), ARTICLE_FORM);
+  await page.close();
+});
+
+test('a broken config says what is wrong and changes nothing', async () => {
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  const before = await formValues(app);
+  await app.byTestId('import').locator('summary').click();
+  await app.fill('import-text', '{"base_url": "https://x/v1", "model": 3}');
+  await app.byTestId('import-apply').click();
+  await app.byTestId('import-error').waitFor();
+  assert.match(await app.byTestId('import-error').textContent(), /config\.json/);
+  assert.deepEqual(await formValues(app), before);
+  await page.close();
+});
+
+test('a shared link reproduces the plan without the key', async () => {
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({
+    'base-url': 'https://llm.example.com/v1/chat/completions',
+    'api-key': 'sk-secret-123',
+    model: 'qwen2.5-7b',
+    'max-tokens': 77,
+    levels: '2,4,8',
+    'requests-per-level': 5,
+    timeout: 33,
+  });
+  await app.byTestId('share-link').click();
+  const url = await app.byTestId('share-url').inputValue();
+  assert.ok(url.startsWith(site.url), url);
+  assert.ok(!url.includes('sk-secret'), 'the key is not in the link');
+  await page.close();
+
+  const second = await browser.newPage();
+  const again = new AppPage(second);
+  await again.open(url);
+  assert.deepEqual(await formValues(again), {
+    'base-url': 'https://llm.example.com/v1',
+    'api-key': '',
+    model: 'qwen2.5-7b',
+    prompt: '请用300字介绍大模型推理中的prefill和decode两个阶段',
+    'max-tokens': '77',
+    levels: '2,4,8',
+    'requests-per-level': '5',
+    timeout: '33',
+  });
+  await second.close();
+});
