@@ -12,8 +12,7 @@ use wasm_bindgen::{prelude::Closure, JsCast};
 
 use crate::run::{Phase, RunHandle};
 
-/// Browsers open at most this many HTTP/1.1 connections to one host.
-pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
+use tokenmeter_core::report::HTTP1_CONNECTIONS_PER_HOST;
 
 /// The form's fields, as typed.
 #[derive(Clone, Copy)]

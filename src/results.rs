@@ -183,6 +183,9 @@ fn Finished(document: RunDocument, lang: RwSignal<Lang>) -> impl IntoView {
                             <th>"req/s"</th>
                             <th>"goodput/s"</th>
                             <th>"queue p95"</th>
+                            <th title="time in the browser between fetch and the request leaving it">"browser wait p95"</th>
+                            <th title="TTFT counted from when the request left the browser">"TTFT after send p50"</th>
+                            <th>"HTTP"</th>
                             <th>"tokens"</th>
                         </tr>
                     </thead>
@@ -191,7 +194,9 @@ fn Finished(document: RunDocument, lang: RwSignal<Lang>) -> impl IntoView {
                     </tbody>
                 </table>
             </div>
-            <p class="muted small">"Times in ms; rates per second. TTFT includes any time the browser held the request before sending it."</p>
+            <p class="muted small">
+                "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out."
+            </p>
             <div class="verdict" data-testid="verdict" data-knee=verdict.knee.map(|k| k.to_string()).unwrap_or_default()
                 data-safe=verdict.safe_concurrency.map(|k| k.to_string()).unwrap_or_default()>
                 <h3>{move || if lang.get() == Lang::Zh { "结论" } else { "Verdict" }}</h3>
@@ -244,6 +249,11 @@ fn ResultRow(summary: Summary, any_reasoning: bool) -> impl IntoView {
     } else {
         format!("usage {}/{}", s.n_usage_counted, s.n_ok)
     };
+    let protocols = if s.protocols.is_empty() {
+        "–".to_owned()
+    } else {
+        s.protocols.keys().cloned().collect::<Vec<_>>().join(" ")
+    };
     let fails: String = s
         .fails_by_kind
         .iter()
@@ -268,6 +278,9 @@ fn ResultRow(summary: Summary, any_reasoning: bool) -> impl IntoView {
             <td data-col="request_rps">{format!("{:.2}", s.request_throughput_rps)}</td>
             <td data-col="goodput_rps">{s.goodput_rps.map_or("–".into(), |g| format!("{g:.2}"))}</td>
             <td data-col="queue_p95">{ms(s.queue_ms, |d| d.p95)}</td>
+            <td data-col="browser_wait_p95">{ms(s.browser_wait_ms, |d| d.p95)}</td>
+            <td data-col="ttft_after_send_p50">{ms(s.ttft_after_send_ms, |d| d.p50)}</td>
+            <td data-col="protocol">{protocols}</td>
             <td data-col="tokens">{tokens}</td>
         </tr>
     }

@@ -26,7 +26,7 @@ after(async () => {
 });
 
 test('a ladder runs to done and agrees with the truth', async () => {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 }, acceptDownloads: true });
   const app = new AppPage(page);
   await app.open(site.url);
   assert.equal(await app.status(), 'idle');
@@ -77,6 +77,28 @@ test('a ladder runs to done and agrees with the truth', async () => {
     assert.ok(Math.abs(spanMs - truthSpanMs) < 60 + truthSpanMs * 0.1, `span ${spanMs} vs truth ${truthSpanMs}`);
   }
   assert.deepEqual(app.consoleErrors, []);
+  await page.close();
+});
+
+test('above six streams over HTTP/1.1 the browser queue is measured and shown', async () => {
+  const page = await browser.newPage({ acceptDownloads: true });
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '2,12', 'requests-per-level': 12, 'max-tokens': 12, warmup: 1 });
+  await app.run();
+  await app.waitForStatus('done');
+  const rows = await app.resultsRows();
+  assert.deepEqual(rows.map((r) => r.protocol), ['http/1.1', 'http/1.1']);
+  const doc = await app.exportJson();
+  const at12 = doc.records.filter((r) => !r.warmup && r.concurrency === 12);
+  assert.ok(at12.every((r) => r.browser && r.browser.request_start_us >= r.sent_us), 'Resource Timing was exposed');
+  // Twelve lanes, six connections: half the requests waited for a connection.
+  const waits = at12.map((r) => r.browser.request_start_us - r.sent_us).sort((a, b) => a - b);
+  assert.ok(waits.at(-1) > 5 * waits[0] + 50_000, `some waited in the browser: ${waits}`);
+  const level12 = doc.levels.find((l) => l.concurrency === 12);
+  assert.ok(level12.ttft_ms.p95 > level12.ttft_after_send_ms.p95, 'the split takes the wait out');
+  const notes = await app.byTestId('environment-notes').textContent();
+  assert.match(notes, /concurrency 12: the browser spoke HTTP\/1\.1/);
   await page.close();
 });
 

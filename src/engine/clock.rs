@@ -4,7 +4,8 @@
 use wasm_bindgen::JsCast;
 use web_sys::Performance;
 
-fn performance() -> Performance {
+/// The current global's `performance` (window or worker).
+pub fn performance() -> Performance {
     js_sys::Reflect::get(&js_sys::global(), &"performance".into())
         .expect("a global performance object")
         .unchecked_into()

@@ -2,18 +2,28 @@
 //! and handed to the core's `RecordBuilder`; the timeout and Cancel abort it through
 //! an `AbortController`.
 
-use std::{cell::Cell, rc::Rc};
+use std::{
+    cell::{Cell, RefCell},
+    collections::HashSet,
+    rc::Rc,
+};
 
 use gloo_timers::callback::Timeout;
 use js_sys::{Reflect, Uint8Array};
 use tokenmeter_core::record::{
-    RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
+    BrowserTiming, RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, ReadableStreamDefaultReader, RequestInit, Response};
+use web_sys::{
+    AbortController, Headers, PerformanceResourceTiming, ReadableStreamDefaultReader, RequestInit,
+    Response,
+};
 
-use super::{cancel::CancelToken, clock::Clock};
+use super::{
+    cancel::CancelToken,
+    clock::{self, Clock},
+};
 
 /// What every request of a run sends.
 #[derive(Clone, Debug)]
@@ -112,7 +122,60 @@ pub async fn send(
             }
         }
     };
-    builder.finish(end, clock.now_us())
+    let mut record = builder.finish(end, clock.now_us());
+    // The entry appears once the body has ended, sometimes a task later.
+    record.browser = match resource_timing(&target.url, clock, start.sent_us) {
+        Some(timing) => Some(timing),
+        None => {
+            gloo_timers::future::sleep(std::time::Duration::ZERO).await;
+            resource_timing(&target.url, clock, start.sent_us)
+        }
+    };
+    record
+}
+
+thread_local! {
+    /// Resource Timing entries already matched to a request (by start time): every
+    /// request of a run has the same URL, so entries are told apart by when they began.
+    static CLAIMED: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
+}
+
+/// Readies Resource Timing for a run: room for every request, nothing left over.
+pub fn reset_resource_timing() {
+    let performance = clock::performance();
+    performance.clear_resource_timings();
+    performance.set_resource_timing_buffer_size(1_000_000);
+    CLAIMED.with(|c| c.borrow_mut().clear());
+}
+
+/// The browser's view of the request to `url` that was sent at `sent_us`: the
+/// unclaimed entry that started closest to it (within 50 ms).
+fn resource_timing(url: &str, clock: &Clock, sent_us: u64) -> Option<BrowserTiming> {
+    let performance = clock::performance();
+    let entries = performance.get_entries_by_name_with_entry_type(url, "resource");
+    let sent_ms = clock.origin_ms() + sent_us as f64 / 1e3;
+    let entry = CLAIMED.with(|claimed| {
+        let mut claimed = claimed.borrow_mut();
+        let best = entries
+            .iter()
+            .filter_map(|e| e.dyn_into::<PerformanceResourceTiming>().ok())
+            .filter(|e| !claimed.contains(&e.start_time().to_bits()))
+            .map(|e| ((e.start_time() - sent_ms).abs(), e))
+            .filter(|(distance, _)| *distance < 50.0)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, e)| e)?;
+        claimed.insert(best.start_time().to_bits());
+        Some(best)
+    })?;
+    // Zero means "not exposed" (no Timing-Allow-Origin) or "did not happen".
+    let on_clock = |ms: f64| (ms > 0.0).then(|| ((ms - clock.origin_ms()) * 1e3).max(0.0) as u64);
+    let protocol = entry.next_hop_protocol();
+    Some(BrowserTiming {
+        fetch_start_us: on_clock(entry.fetch_start()).unwrap_or(sent_us),
+        request_start_us: on_clock(entry.request_start()),
+        response_start_us: on_clock(entry.response_start()),
+        protocol: (!protocol.is_empty()).then_some(protocol),
+    })
 }
 
 /// Reads the body chunk by chunk; `Err` carries the reader's rejection.

@@ -130,6 +130,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     let options = RecordOptions::default();
     let clock = Clock::start();
     let resolution_us = clock.resolution_us();
+    super::request::reset_resource_timing();
 
     let levels: Vec<(u32, u32)> = match &plan.load {
         LoadMode::Ladder {

@@ -38,6 +38,21 @@ pub enum TokenSource {
     Chunks,
 }
 
+/// What the browser's Resource Timing says about a request (when the server sends
+/// `Timing-Allow-Origin`; otherwise the browser hides these). µs on the run's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrowserTiming {
+    /// When the browser started handling the fetch.
+    pub fetch_start_us: u64,
+    /// When the request left the browser: after any wait for a free connection,
+    /// DNS, connect, TLS and the CORS preflight.
+    pub request_start_us: Option<u64>,
+    /// The first byte of the response.
+    pub response_start_us: Option<u64>,
+    /// `nextHopProtocol`: `http/1.1`, `h2`, `h3`.
+    pub protocol: Option<String>,
+}
+
 /// What is known when a request is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestStart {
@@ -113,6 +128,9 @@ pub struct RequestRecord {
     pub output_text: Option<String>,
     /// `None` for a successful request.
     pub error: Option<RequestError>,
+    /// Resource Timing, when the browser exposed it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub browser: Option<BrowserTiming>,
 }
 
 impl RequestRecord {
@@ -122,6 +140,20 @@ impl RequestRecord {
 
     pub fn queue_us(&self) -> u64 {
         self.sent_us.saturating_sub(self.wanted_us)
+    }
+
+    /// Time in the browser between `fetch` and the request leaving it: the
+    /// browser's own connection queue, connection set-up, the CORS preflight.
+    pub fn browser_wait_us(&self) -> Option<u64> {
+        let left = self.browser.as_ref()?.request_start_us?;
+        Some(left.saturating_sub(self.sent_us))
+    }
+
+    /// TTFT counted from when the request left the browser: the server's part
+    /// (and the network's), without the browser's queue.
+    pub fn ttft_after_send_us(&self) -> Option<u64> {
+        let left = self.browser.as_ref()?.request_start_us?;
+        Some(self.first_token_us?.saturating_sub(left))
     }
 
     pub fn ttft_us(&self) -> Option<u64> {
@@ -323,6 +355,7 @@ impl RecordBuilder {
             n_comment_lines: self.parser.n_comment_lines(),
             output_text: self.keep_text.then_some(self.text),
             error: self.error,
+            browser: None,
         }
     }
 
@@ -554,6 +587,24 @@ mod tests {
         assert_eq!(r.decode_tps(), Some(40.0));
         assert_eq!(r.output_text.as_deref(), Some("你好！"));
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn browser_timing_splits_ttft() {
+        let mut b = builder();
+        b.on_bytes(format!("{}{DONE}", content("a")).as_bytes(), 301_500);
+        let mut r = b.finish(StreamEnd::Complete, 302_000);
+        assert_eq!((r.browser_wait_us(), r.ttft_after_send_us()), (None, None));
+        r.browser = Some(BrowserTiming {
+            fetch_start_us: 1_500,
+            request_start_us: Some(201_500),
+            response_start_us: Some(250_000),
+            protocol: Some("http/1.1".into()),
+        });
+        // 300 ms of TTFT: 200 ms waiting in the browser, 100 ms after it left.
+        assert_eq!(r.ttft_us(), Some(300_000));
+        assert_eq!(r.browser_wait_us(), Some(200_000));
+        assert_eq!(r.ttft_after_send_us(), Some(100_000));
     }
 
     #[test]

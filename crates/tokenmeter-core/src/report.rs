@@ -21,6 +21,10 @@ use crate::{
 /// The run document version this crate writes.
 pub const RUN_SCHEMA: u32 = 1;
 
+/// Browsers open at most this many HTTP/1.1 connections to one host; more
+/// concurrent requests wait inside the browser.
+pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,6 +120,8 @@ impl RunDocument {
         }
         let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
         let verdict = analyse(&levels, &plan.slo, &plan.analysis);
+        let mut environment = environment;
+        environment.notes.extend(browser_queue_notes(&levels));
         RunDocument {
             schema: RUN_SCHEMA,
             tool: ToolInfo::default(),
@@ -153,7 +159,7 @@ impl RunDocument {
     /// One row per level.
     pub fn levels_csv(&self) -> String {
         let mut out = String::from(
-            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails\n",
+            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols\n",
         );
         for s in &self.levels {
             let row = [
@@ -182,6 +188,14 @@ impl RunDocument {
                 s.n_usage_counted.to_string(),
                 s.n_mismatched.to_string(),
                 fails_text(&s.fails_by_kind),
+                pick(s.browser_wait_ms, |d| d.p95),
+                pick(s.ttft_after_send_ms, |d| d.p50),
+                pick(s.ttft_after_send_ms, |d| d.p95),
+                s.protocols
+                    .iter()
+                    .map(|(p, n)| format!("{p}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             ];
             push_csv_row(&mut out, &row);
         }
@@ -297,6 +311,32 @@ impl RunDocument {
         }
         out
     }
+}
+
+/// Levels where the browser itself queued requests: HTTP/1.1 above its per-host
+/// connection limit. Part of their TTFT is the browser's, not the server's.
+pub fn browser_queue_notes(levels: &[Summary]) -> Vec<String> {
+    levels
+        .iter()
+        .filter(|s| {
+            s.concurrency.unwrap_or(0) > HTTP1_CONNECTIONS_PER_HOST
+                && s.protocols.contains_key("http/1.1")
+        })
+        .map(|s| {
+            let wait = s
+                .browser_wait_ms
+                .map(|d| format!("{:.0} ms at p95", d.p95))
+                .unwrap_or_else(|| "an unknown time".into());
+            let after = s
+                .ttft_after_send_ms
+                .map(|d| format!("; TTFT after sending was {:.0} ms at p50", d.p50))
+                .unwrap_or_default();
+            format!(
+                "concurrency {}: the browser spoke HTTP/1.1, which allows {HTTP1_CONNECTIONS_PER_HOST} connections per host, and held requests back for {wait} before sending them{after}; use an HTTPS endpoint (HTTP/2) to measure the server beyond {HTTP1_CONNECTIONS_PER_HOST}",
+                s.concurrency.unwrap_or(0)
+            )
+        })
+        .collect()
 }
 
 fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
@@ -433,7 +473,7 @@ mod tests {
         // Level 1: one request, TTFT 100 ms, 10 tokens 10 ms apart, E2E 200 ms.
         let fields: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(&fields[..6], ["1", "1", "1", "0", "0", "100"]);
-        assert!(lines[2].ends_with("rate_limited:1"));
+        assert!(lines[2].contains(",rate_limited:1,"), "{}", lines[2]);
         let requests = doc.requests_csv();
         assert_eq!(requests.lines().count(), 6);
         assert!(
@@ -452,6 +492,41 @@ mod tests {
         let zh = doc.markdown(Lang::Zh);
         assert!(zh.contains("| 并发 | 成功 |"));
         assert!(zh.contains("被限流"));
+    }
+
+    #[test]
+    fn http1_above_six_connections_is_noted() {
+        let mut records = Vec::new();
+        for (id, concurrency) in [(1, 8u32), (2, 4)] {
+            let mut r = record(id, concurrency, 0, 3, 10_000);
+            r.browser = Some(crate::record::BrowserTiming {
+                fetch_start_us: 0,
+                request_start_us: Some(900_000),
+                response_start_us: Some(950_000),
+                protocol: Some("http/1.1".into()),
+            });
+            records.push(r);
+        }
+        let doc = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            records,
+        );
+        assert_eq!(
+            doc.environment.notes.len(),
+            1,
+            "{:?}",
+            doc.environment.notes
+        );
+        assert!(doc.environment.notes[0].starts_with("concurrency 8: the browser spoke HTTP/1.1"));
+        assert!(doc.environment.notes[0].contains("900 ms at p95"));
+        let level8 = &doc.levels[1];
+        assert_eq!(level8.protocols["http/1.1"], 1);
+        // TTFT 100 ms in all: 900 ms is impossible here, so the split saturates at 0.
+        assert_eq!(level8.ttft_after_send_ms.unwrap().p50, 0.0);
     }
 
     #[test]

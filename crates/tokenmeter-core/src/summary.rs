@@ -48,6 +48,12 @@ pub struct LevelStats {
     fails: BTreeMap<ErrorKind, u64>,
     rows: Vec<OkRow>,
     queue_us: Vec<u64>,
+    /// Successful requests with Resource Timing: time in the browser before sending,
+    /// and TTFT after sending.
+    browser_wait_us: Vec<u64>,
+    ttft_after_send_us: Vec<u64>,
+    /// Requests per `nextHopProtocol`.
+    protocols: BTreeMap<String, u64>,
     itl_us: Vec<u64>,
     /// Output tokens per whole second of the run's time origin.
     token_bins: BTreeMap<u64, u64>,
@@ -88,6 +94,9 @@ impl LevelStats {
         );
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
+        if let Some(protocol) = record.browser.as_ref().and_then(|b| b.protocol.clone()) {
+            *self.protocols.entry(protocol).or_default() += 1;
+        }
         match &record.error {
             Some(err) if err.kind == ErrorKind::Cancelled => {
                 self.n_cancelled += 1;
@@ -115,6 +124,10 @@ impl LevelStats {
             article_tps: record.article_tps(),
         });
         self.itl_us.extend(record.itls_us());
+        if let (Some(wait), Some(after)) = (record.browser_wait_us(), record.ttft_after_send_us()) {
+            self.browser_wait_us.push(wait);
+            self.ttft_after_send_us.push(after);
+        }
         // Spread N_out over the events in whole tokens (event i gets
         // ⌊(i+1)·N/n⌋ − ⌊i·N/n⌋), so bins stay exact integers whatever the merge order.
         let n_events = record.token_times_us.len() as u64;
@@ -162,6 +175,17 @@ impl LevelStats {
             itl_ms: ms(&self.itl_us.iter().map(|&t| t as f64).collect::<Vec<_>>()),
             e2e_ms: ms(&collect(&|r| Some(r.e2e_us as f64))),
             queue_ms: ms(&self.queue_us.iter().map(|&t| t as f64).collect::<Vec<_>>()),
+            browser_wait_ms: ms(&self
+                .browser_wait_us
+                .iter()
+                .map(|&t| t as f64)
+                .collect::<Vec<_>>()),
+            ttft_after_send_ms: ms(&self
+                .ttft_after_send_us
+                .iter()
+                .map(|&t| t as f64)
+                .collect::<Vec<_>>()),
+            protocols: self.protocols.clone(),
             decode_tps: Distribution::of(&collect(&|r| r.decode_tps)),
             wall_s,
             n_out_total,
@@ -195,6 +219,13 @@ impl AddAssign<&LevelStats> for LevelStats {
         }
         self.rows.extend_from_slice(&other.rows);
         self.queue_us.extend_from_slice(&other.queue_us);
+        self.browser_wait_us
+            .extend_from_slice(&other.browser_wait_us);
+        self.ttft_after_send_us
+            .extend_from_slice(&other.ttft_after_send_us);
+        for (protocol, n) in &other.protocols {
+            *self.protocols.entry(protocol.clone()).or_default() += n;
+        }
         self.itl_us.extend_from_slice(&other.itl_us);
         for (bin, n) in &other.token_bins {
             *self.token_bins.entry(*bin).or_default() += n;
@@ -253,6 +284,17 @@ pub struct Summary {
     pub e2e_ms: Option<Distribution>,
     /// Client queue time: waiting for a free slot before sending.
     pub queue_ms: Option<Distribution>,
+    /// Time in the browser between `fetch` and the request leaving it (Resource
+    /// Timing; successful requests): the browser's connection queue, set-up, preflight.
+    #[serde(default)]
+    pub browser_wait_ms: Option<Distribution>,
+    /// TTFT from when the request left the browser: what the server (and the network)
+    /// took, without the browser's own queue.
+    #[serde(default)]
+    pub ttft_after_send_ms: Option<Distribution>,
+    /// Requests per HTTP version the browser reported (`http/1.1`, `h2`, `h3`).
+    #[serde(default)]
+    pub protocols: BTreeMap<String, u64>,
     /// Per-request decode tokens/s.
     pub decode_tps: Option<Distribution>,
     /// From the first request wanting to start to the last one ending.
@@ -319,6 +361,7 @@ mod tests {
             n_comment_lines: 0,
             output_text: None,
             error: None,
+            browser: None,
         }
     }
 
