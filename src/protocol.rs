@@ -21,6 +21,8 @@ pub enum ToWorker {
     },
     /// Abort every request in flight and finish with what was measured.
     Cancel,
+    /// The page became hidden or visible (`visibilitychange`).
+    Visibility { hidden: bool },
 }
 
 /// Worker → page.

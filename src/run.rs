@@ -169,7 +169,37 @@ impl RunHandle {
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         on_error.forget();
         self.worker.set_value(Some(worker.clone()));
+        self.watch_visibility();
         Ok(worker)
+    }
+}
+
+impl RunHandle {
+    /// Tells the worker whenever the page is hidden or shown: a hidden tab is
+    /// throttled, and the levels it overlapped are flagged in the document.
+    fn watch_visibility(&self) {
+        let document = leptos::prelude::document();
+        let handle = *self;
+        let on_change = Closure::<dyn FnMut()>::new({
+            let document = document.clone();
+            move || {
+                let hidden = document.hidden();
+                if let Some(worker) = handle.worker.get_value() {
+                    handle.post(&worker, &ToWorker::Visibility { hidden });
+                }
+            }
+        });
+        let _ = document.add_event_listener_with_callback(
+            "visibilitychange",
+            on_change.as_ref().unchecked_ref(),
+        );
+        // Lives as long as the page.
+        on_change.forget();
+        if document.hidden() {
+            if let Some(worker) = self.worker.get_value() {
+                self.post(&worker, &ToWorker::Visibility { hidden: true });
+            }
+        }
     }
 }
 

@@ -128,3 +128,68 @@ async fn cancel_aborts_a_stream_in_flight() {
     assert!(record.n_token_events > 0 && record.n_token_events < 2000);
     assert_eq!(cancel.n_in_flight(), 0, "the request unregistered itself");
 }
+
+#[wasm_bindgen_test]
+async fn a_run_flags_a_hidden_page_and_its_own_lag() {
+    use std::{cell::RefCell, rc::Rc};
+    use tokenmeter::{
+        engine::runner::{run, RunInput, Visibility},
+        protocol::FromWorker,
+    };
+    use tokenmeter_core::plan::{LoadMode, Plan};
+
+    let mut plan = Plan::default_for_simulator(sim_url());
+    plan.load = LoadMode::Ladder {
+        levels: vec![1],
+        requests_per_level: 2,
+    };
+    plan.max_tokens = 40;
+    plan.warmup_requests = 0;
+    let visibility = Rc::new(Visibility::default());
+    let messages: Rc<RefCell<Vec<FromWorker>>> = Rc::default();
+    let post: Rc<dyn Fn(FromWorker)> = Rc::new({
+        let messages = messages.clone();
+        move |m| messages.borrow_mut().push(m)
+    });
+    // During the level: the page is hidden for 200 ms, and the event loop is
+    // blocked for 250 ms (as a saturated browser would block it).
+    wasm_bindgen_futures::spawn_local({
+        let visibility = visibility.clone();
+        async move {
+            gloo_timers::future::sleep(Duration::from_millis(300)).await;
+            visibility.set_hidden(true);
+            gloo_timers::future::sleep(Duration::from_millis(200)).await;
+            visibility.set_hidden(false);
+            let clock = Clock::start();
+            while clock.now_ms() < 250.0 {}
+        }
+    });
+    let input = RunInput {
+        run_id: "r".into(),
+        started_at: "t".into(),
+        plan,
+        api_key: None,
+        visibility,
+    };
+    run(input, CancelToken::default(), post).await;
+    let messages = messages.borrow();
+    let Some(FromWorker::Finished { document }) = messages.last() else {
+        panic!("the run ends with its document");
+    };
+    assert_eq!(document.levels[0].n_ok, 2);
+    let notes = document.environment.notes.join("\n");
+    assert!(
+        notes.contains("concurrency 1: the page was hidden for 0."),
+        "{notes}"
+    );
+    assert!(notes.contains("event loop ran up to"), "{notes}");
+    let n_progress = messages
+        .iter()
+        .filter(|m| matches!(m, FromWorker::Progress(_)))
+        .count();
+    let elapsed_s = document.levels[0].wall_s;
+    assert!(
+        n_progress as f64 <= elapsed_s * 10.0 + 3.0,
+        "progress at most ten times a second"
+    );
+}

@@ -1,6 +1,7 @@
 // Simulators for the specs: each spec starts its own (a clean truth record, its own
 // faults) on 127.0.0.1 with a free port, and stops it at the end.
 import { spawn } from 'node:child_process';
+import { get } from 'node:https';
 import { env } from './browser.mjs';
 
 /** Starts `tokenmeter-sim` with `args`; resolves to `{ baseUrl, truth(), close() }`. */
@@ -24,7 +25,16 @@ export async function startSim(args = []) {
   return {
     baseUrl,
     async truth() {
-      return (await fetch(`${baseUrl}/sim/truth`)).json();
+      if (!baseUrl.startsWith('https:')) return (await fetch(`${baseUrl}/sim/truth`)).json();
+      // `--tls` serves a self-signed certificate made at start: trust it here only.
+      return new Promise((resolve, reject) => {
+        get(`${baseUrl}/sim/truth`, { rejectUnauthorized: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => (body += chunk));
+          res.on('end', () => resolve(JSON.parse(body)));
+        }).on('error', reject);
+      });
     },
     close() {
       child.kill('SIGTERM');

@@ -7,7 +7,7 @@ use std::{cell::RefCell, rc::Rc};
 use tokenmeter::{
     engine::{
         cancel::CancelToken,
-        runner::{run, RunInput},
+        runner::{run, RunInput, Visibility},
     },
     protocol::{FromWorker, ToWorker},
 };
@@ -26,6 +26,7 @@ fn main() {
         }
     });
     let current: Rc<RefCell<Option<CancelToken>>> = Rc::default();
+    let visibility: Rc<Visibility> = Rc::default();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
         let post = post.clone();
         move |event: MessageEvent| {
@@ -48,9 +49,11 @@ fn main() {
                         started_at,
                         plan: *plan,
                         api_key,
+                        visibility: visibility.clone(),
                     };
                     wasm_bindgen_futures::spawn_local(run(input, cancel, post.clone()));
                 }
+                Ok(ToWorker::Visibility { hidden }) => visibility.set_hidden(hidden),
                 Ok(ToWorker::Cancel) => {
                     if let Some(cancel) = current.borrow().as_ref() {
                         cancel.cancel();

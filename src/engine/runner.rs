@@ -33,12 +33,53 @@ use crate::protocol::{FromWorker, LevelProgress, LevelState, Progress};
 /// How often the page hears about progress: ten times a second at most.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
+/// A level whose engine loop ran this much later than asked is flagged: the
+/// browser, not the server, was the bottleneck for part of what it measured.
+const LAG_FLAG_MS: f64 = 50.0;
+
 /// Everything a run needs.
 pub struct RunInput {
     pub run_id: String,
     pub started_at: String,
     pub plan: Plan,
     pub api_key: Option<String>,
+    /// When the page was hidden, as the page reports it.
+    pub visibility: Rc<Visibility>,
+}
+
+/// When the page was hidden (browsers throttle hidden tabs, and their timers),
+/// on the worker's `performance.now()` timeline.
+#[derive(Default)]
+pub struct Visibility {
+    hidden_since: Cell<Option<f64>>,
+    spans: RefCell<Vec<(f64, f64)>>,
+}
+
+impl Visibility {
+    /// The page says it became hidden (or visible again).
+    pub fn set_hidden(&self, hidden: bool) {
+        let now = super::clock::performance().now();
+        match (hidden, self.hidden_since.get()) {
+            (true, None) => self.hidden_since.set(Some(now)),
+            (false, Some(since)) => {
+                self.spans.borrow_mut().push((since, now));
+                self.hidden_since.set(None);
+            }
+            _ => {}
+        }
+    }
+
+    /// How long the page was hidden between `from` and `to` (same timeline), ms.
+    fn hidden_ms(&self, from: f64, to: f64) -> f64 {
+        let ongoing = self.hidden_since.get().map(|since| (since, to));
+        self.spans
+            .borrow()
+            .iter()
+            .copied()
+            .chain(ongoing)
+            .map(|(a, b)| (b.min(to) - a.max(from)).max(0.0))
+            .sum()
+    }
 }
 
 /// The state shared by the lanes and the progress ticker.
@@ -51,6 +92,12 @@ struct Shared {
     level_started_ms: RefCell<Vec<f64>>,
     next_id: Cell<u64>,
     finished: Cell<bool>,
+    /// The level running now, for the lag monitor.
+    current_level: Cell<Option<usize>>,
+    /// Per level, the worst lateness of the engine's own 100 ms tick, ms.
+    max_lag_ms: RefCell<Vec<f64>>,
+    /// Conditions that affect the figures, for the document.
+    notes: RefCell<Vec<String>>,
 }
 
 impl Shared {
@@ -159,6 +206,9 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         level_started_ms: RefCell::new(vec![0.0; levels.len()]),
         next_id: Cell::new(0),
         finished: Cell::new(false),
+        current_level: Cell::new(None),
+        max_lag_ms: RefCell::new(vec![0.0; levels.len()]),
+        notes: RefCell::new(Vec::new()),
     });
 
     // Progress, at a bounded rate, until the run ends.
@@ -169,7 +219,16 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         async move {
             while !shared.finished.get() {
                 post(FromWorker::Progress(shared.snapshot(&plan)));
+                // The tick doubles as a monitor of the engine's own event loop: when
+                // it wakes late, so did every timestamp waiting behind it.
+                let asked_ms = PROGRESS_EVERY.as_secs_f64() * 1e3;
+                let before = shared.clock.now_ms();
                 gloo_timers::future::sleep(PROGRESS_EVERY).await;
+                let lag = shared.clock.now_ms() - before - asked_ms;
+                if let Some(index) = shared.current_level.get() {
+                    let mut max_lag = shared.max_lag_ms.borrow_mut();
+                    max_lag[index] = max_lag[index].max(lag);
+                }
             }
         }
     });
@@ -198,6 +257,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             break;
         }
         shared.level_started_ms.borrow_mut()[index] = clock.now_ms();
+        shared.current_level.set(Some(index));
         shared.level(index, |l| l.state = LevelState::Running);
         let ctx = LevelContext {
             shared: &shared,
@@ -222,11 +282,34 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
                     .await
             }
         }
-        let elapsed = clock.now_ms() - shared.level_started_ms.borrow()[index];
+        let started_ms = shared.level_started_ms.borrow()[index];
+        let elapsed = clock.now_ms() - started_ms;
+        shared.current_level.set(None);
         shared.level(index, |l| {
             l.state = LevelState::Done;
             l.elapsed_ms = elapsed;
         });
+        let name = if concurrency == 0 {
+            "open loop".to_owned()
+        } else {
+            format!("concurrency {concurrency}")
+        };
+        let hidden_ms = input.visibility.hidden_ms(
+            clock.origin_ms() + started_ms,
+            clock.origin_ms() + started_ms + elapsed,
+        );
+        if hidden_ms > 0.0 {
+            shared.notes.borrow_mut().push(format!(
+                "{name}: the page was hidden for {:.1} s of this level; browsers throttle hidden tabs, so its timings may be late",
+                hidden_ms / 1e3
+            ));
+        }
+        let lag = shared.max_lag_ms.borrow()[index];
+        if lag > LAG_FLAG_MS {
+            shared.notes.borrow_mut().push(format!(
+                "{name}: the engine's own event loop ran up to {lag:.0} ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server"
+            ));
+        }
     }
 
     let status = if cancel.is_cancelled() {
@@ -237,12 +320,16 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     post(FromWorker::Progress(shared.snapshot(&plan)));
     shared.finished.set(true);
     let records = std::mem::take(&mut *shared.records.borrow_mut());
+    let mut environment = environment(resolution_us);
+    environment
+        .notes
+        .extend(shared.notes.borrow_mut().drain(..));
     let document = RunDocument::build(
         input.run_id,
         input.started_at,
         status,
         plan,
-        environment(resolution_us),
+        environment,
         records,
     );
     post(FromWorker::Finished {

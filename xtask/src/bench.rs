@@ -4,7 +4,13 @@
 
 use std::process::Command;
 
-use crate::util::{exec, project_root, step, Result};
+use crate::{
+    setup::{self, Needs},
+    util::{exec, project_root, step, Result},
+};
+
+/// The release build the accuracy benchmark loads (LTO, as users get it).
+const BENCH_DIST: &str = "target/bench-dist";
 
 pub fn run(args: &[String]) -> Result<()> {
     let root = project_root();
@@ -36,6 +42,46 @@ pub fn run(args: &[String]) -> Result<()> {
                     .args(&args[1..]),
             )
         }),
-        _ => Err("usage: cargo xtask bench core|sim".into()),
+        Some("accuracy") => step(
+            "bench accuracy: the page's figures against the truth",
+            || {
+                let env = setup::ensure(Needs {
+                    browser: true,
+                    node: true,
+                })?;
+                let mut trunk = env.wasm_command("trunk");
+                trunk.current_dir(&root).args([
+                    "build",
+                    "--release",
+                    "--dist",
+                    BENCH_DIST,
+                    "--public-url",
+                    "./",
+                ]);
+                exec(&mut trunk)?;
+                exec(Command::new("cargo").current_dir(&root).args([
+                    "build",
+                    "--locked",
+                    "--release",
+                    "-p",
+                    "tokenmeter-sim",
+                ]))?;
+                exec(
+                    Command::new("node")
+                        .current_dir(&root)
+                        .arg("e2e/bench/accuracy.mjs")
+                        .env("TOKENMETER_DIST", root.join(BENCH_DIST))
+                        .env(
+                            "TOKENMETER_CHROMIUM",
+                            env.chromium.clone().unwrap_or_default(),
+                        )
+                        .env(
+                            "TOKENMETER_SIM_BIN",
+                            root.join("target/release/tokenmeter-sim"),
+                        ),
+                )
+            },
+        ),
+        _ => Err("usage: cargo xtask bench core|sim|accuracy".into()),
     }
 }
