@@ -10,7 +10,10 @@ use tokenmeter_core::plan::{
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
 
-use crate::run::{Phase, RunHandle};
+use crate::{
+    advanced::{Advanced, AdvancedFields},
+    run::{Phase, RunHandle},
+};
 
 use tokenmeter_core::report::HTTP1_CONNECTIONS_PER_HOST;
 
@@ -26,6 +29,7 @@ struct Form {
     requests_per_level: RwSignal<String>,
     warmup: RwSignal<String>,
     timeout_s: RwSignal<String>,
+    advanced: Advanced,
 }
 
 impl Form {
@@ -40,6 +44,7 @@ impl Form {
             requests_per_level: RwSignal::new(String::new()),
             warmup: RwSignal::new(String::new()),
             timeout_s: RwSignal::new(String::new()),
+            advanced: Advanced::new(),
         };
         form.fill(plan);
         form
@@ -70,6 +75,7 @@ impl Form {
         self.requests_per_level.set(requests);
         self.warmup.set(plan.warmup_requests.to_string());
         self.timeout_s.set(format!("{}", plan.timeout_s));
+        self.advanced.fill(plan);
     }
 
     /// The plan the form describes, on top of `base`; every problem as a sentence.
@@ -112,6 +118,7 @@ impl Form {
             Ok(t) if t.is_finite() && t > 0.0 => plan.timeout_s = t,
             _ => problems.push("the timeout must be a number of seconds above 0".into()),
         }
+        self.advanced.apply(&mut plan, &mut problems);
         if let Err(more) = plan.validate() {
             for problem in more {
                 if !problems.contains(&problem) {
@@ -185,6 +192,46 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
         apply_import(&json);
     }
     let import_text = RwSignal::new(String::new());
+    let models = RwSignal::new(Vec::<String>::new());
+    let models_note = RwSignal::new(None::<(bool, String)>);
+    let on_load_models = move |_| {
+        let plan = match form.plan(&base.get_value()) {
+            Ok(plan) => plan,
+            Err(_) => {
+                let mut plan = base.get_value();
+                match normalize_base_url(&form.base_url.get_untracked()) {
+                    Ok((url, _)) => plan.base_url = url,
+                    Err(problem) => {
+                        models_note.set(Some((false, problem)));
+                        return;
+                    }
+                }
+                plan
+            }
+        };
+        let key = form.api_key.get_untracked();
+        models_note.set(Some((true, "asking the server…".into())));
+        leptos::task::spawn_local(async move {
+            match crate::models::list(&plan, Some(key.as_str()).filter(|k| !k.trim().is_empty()))
+                .await
+            {
+                Ok(ids) if ids.is_empty() => {
+                    models_note.set(Some((false, "the server lists no models".into())))
+                }
+                Ok(ids) => {
+                    models_note.set(Some((
+                        true,
+                        format!("models on the server: {}", ids.join(", ")),
+                    )));
+                    if !ids.contains(&form.model.get_untracked()) {
+                        form.model.set(ids[0].clone());
+                    }
+                    models.set(ids);
+                }
+                Err(problem) => models_note.set(Some((false, problem))),
+            }
+        });
+    };
     let share_url = RwSignal::new(None::<String>);
     let on_share = move |_| match form.plan(&base.get_value()) {
         Ok(plan) => {
@@ -296,7 +343,29 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
                 hint="Kept in this page's memory for the run; never stored, exported or put in a URL. The simulator needs none."
                 disabled=running
             />
-            <Field label="Model" testid="model" value=form.model disabled=running/>
+            <label class="field">
+                <span class="field-label">"Model"</span>
+                <div class="field-inline">
+                    <input
+                        data-testid="model"
+                        type="text"
+                        spellcheck="false"
+                        list="model-list"
+                        prop:value=form.model
+                        prop:disabled=running
+                        on:input=move |ev| form.model.set(event_target_value(&ev))
+                    />
+                    <button data-testid="load-models" prop:disabled=running on:click=on_load_models>
+                        "Load models"
+                    </button>
+                </div>
+                <datalist id="model-list">
+                    {move || models.get().into_iter().map(|id| view! { <option value=id></option> }).collect_view()}
+                </datalist>
+                {move || models_note.get().map(|(ok, note)| view! {
+                    <p class=if ok { "field-note" } else { "field-error" } data-testid="models-note">{note}</p>
+                })}
+            </label>
             <label class="field">
                 <span class="field-label">"Prompt"</span>
                 <textarea
@@ -339,17 +408,8 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
                     disabled=running
                 />
             </div>
+            <AdvancedFields advanced=form.advanced running=running/>
             {connection_warning}
-            <dl class="plan-facts">
-                <dt>"SLO"</dt>
-                <dd>
-                    {format!(
-                        "p95 TTFT ≤ {} ms, p95 TPOT ≤ {} ms",
-                        plan.slo.ttft_p95_ms.map_or("–".into(), |v| v.to_string()),
-                        plan.slo.tpot_p95_ms.map_or("–".into(), |v| v.to_string())
-                    )}
-                </dd>
-            </dl>
             <div class="actions">
                 <button
                     class="primary"

@@ -5,10 +5,12 @@
 //! engine, in a Web Worker, so rendering can never delay a timestamp, and every
 //! figure is computed by `tokenmeter-core`. See ARCHITECTURE.md.
 
+mod advanced;
 mod app;
 mod config;
 pub mod engine;
 mod glossary;
+mod models;
 pub mod protocol;
 mod results;
 mod run;
