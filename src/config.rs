@@ -192,6 +192,13 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
         apply_import(&json);
     }
     let import_text = RwSignal::new(String::new());
+    // The key is stored only when the user asks, and forgotten when they untick.
+    let remember_key = RwSignal::new(false);
+    if let Some(key) = stored_key() {
+        form.api_key.set(key);
+        remember_key.set(true);
+    }
+    Effect::new(move |_| store_key(remember_key.get().then(|| form.api_key.get())));
     let models = RwSignal::new(Vec::<String>::new());
     let models_note = RwSignal::new(None::<(bool, String)>);
     let on_load_models = move |_| {
@@ -340,9 +347,18 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
                 testid="api-key"
                 value=form.api_key
                 kind="password"
-                hint="Kept in this page's memory for the run; never stored, exported or put in a URL. The simulator needs none."
+                hint="Kept in this page's memory; never exported or put in a URL, and stored only if you tick the box. The simulator needs none."
                 disabled=running
             />
+            <label class="check">
+                <input
+                    data-testid="remember-key"
+                    type="checkbox"
+                    prop:checked=remember_key
+                    on:change=move |ev| remember_key.set(event_target_checked(&ev))
+                />
+                "Remember the key on this device (in this browser's local storage)"
+            </label>
             <label class="field">
                 <span class="field-label">"Model"</span>
                 <div class="field-inline">
@@ -516,4 +532,26 @@ fn read_file(event: leptos::ev::Event, apply: impl Fn(&str) + Copy + 'static) {
     // The closure must outlive this call; it runs once, when the file is read.
     on_load.forget();
     let _ = reader.read_as_text(&file);
+}
+
+/// Where a remembered key lives: this browser's local storage, for this origin.
+const KEY_STORAGE: &str = "tokenmeter.api_key";
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+fn stored_key() -> Option<String> {
+    local_storage()?.get_item(KEY_STORAGE).ok().flatten()
+}
+
+/// Stores the key, or removes it with `None`.
+fn store_key(key: Option<String>) {
+    let Some(storage) = local_storage() else {
+        return;
+    };
+    let _ = match key {
+        Some(key) => storage.set_item(KEY_STORAGE, &key),
+        None => storage.remove_item(KEY_STORAGE),
+    };
 }

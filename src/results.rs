@@ -225,8 +225,29 @@ fn Finished(document: RunDocument, lang: RwSignal<Lang>) -> impl IntoView {
                 </div>
             })}
             <div class="actions">
-                <button data-testid="export-json" on:click=move |_| download_json(&export)>
+                <button data-testid="export-json" on:click={
+                    let export = export.clone();
+                    move |_| download(&format!("tokenmeter-{}.json", export.run_id), "application/json", &export.to_json())
+                }>
                     "Export JSON"
+                </button>
+                <button data-testid="export-csv" on:click={
+                    let export = export.clone();
+                    move |_| download(&format!("tokenmeter-{}-levels.csv", export.run_id), "text/csv", &export.levels_csv())
+                }>
+                    "Levels CSV"
+                </button>
+                <button data-testid="export-requests-csv" on:click={
+                    let export = export.clone();
+                    move |_| download(&format!("tokenmeter-{}-requests.csv", export.run_id), "text/csv", &export.requests_csv())
+                }>
+                    "Requests CSV"
+                </button>
+                <button data-testid="export-md" on:click={
+                    let export = export.clone();
+                    move |_| download(&format!("tokenmeter-{}.md", export.run_id), "text/markdown", &export.markdown(lang.get_untracked()))
+                }>
+                    "Markdown"
                 </button>
             </div>
         </div>
@@ -329,12 +350,12 @@ fn ErrorGroup(group: Group, lang: RwSignal<Lang>) -> impl IntoView {
     }
 }
 
-/// Offers the run document as a file (the key is never part of it).
-fn download_json(document: &RunDocument) {
-    let json = document.to_json();
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(&json));
+/// Offers `text` as a file. Every export is made from the run document, which
+/// never holds the key.
+fn download(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
     let options = web_sys::BlobPropertyBag::new();
-    options.set_type("application/json");
+    options.set_type(mime);
     let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
         return;
     };
@@ -343,7 +364,7 @@ fn download_json(document: &RunDocument) {
     };
     let anchor: web_sys::HtmlAnchorElement = document_element("a");
     anchor.set_href(&url);
-    anchor.set_download(&format!("tokenmeter-{}.json", document.run_id));
+    anchor.set_download(name);
     anchor.click();
     let _ = web_sys::Url::revoke_object_url(&url);
 }
