@@ -3,7 +3,10 @@
 use leptos::prelude::*;
 use tokenmeter_core::{error::Lang, plan::Plan};
 
-use crate::{config::ConfigPanel, results::ResultsPanel, run::RunHandle, DEFAULT_BASE_URL};
+use crate::{
+    config::ConfigPanel, history::HistoryPanel, results::ResultsPanel, run::RunHandle,
+    DEFAULT_BASE_URL,
+};
 
 #[component]
 pub fn App() -> impl IntoView {
@@ -24,6 +27,7 @@ pub fn App() -> impl IntoView {
         <main class="layout">
             <ConfigPanel plan=plan run=run/>
             <ResultsPanel run=run lang=lang/>
+            <HistoryPanel run=run/>
         </main>
         <footer class="footer">
             <span>"Requests are sent and timed by a Web Worker, off the page's thread; statistics are computed in your browser from every sample. The API key never leaves this page except in requests to your endpoint."</span>

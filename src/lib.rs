@@ -10,6 +10,7 @@ mod app;
 mod config;
 pub mod engine;
 mod glossary;
+mod history;
 mod models;
 pub mod protocol;
 mod results;

@@ -15,6 +15,7 @@ use wasm_bindgen::JsCast;
 
 use crate::{
     glossary::MetricGlossary,
+    history::Comparison,
     protocol::{LevelState, Progress},
     run::{Phase, RunHandle},
 };
@@ -57,7 +58,7 @@ pub fn ResultsPanel(run: RunHandle, lang: RwSignal<Lang>) -> impl IntoView {
             {move || match (run.phase.get(), run.document.get(), run.progress.get()) {
                 (Phase::Idle, None, _) => view! { <EmptyState/> }.into_any(),
                 (Phase::Running, _, progress) => view! { <LiveView progress=progress/> }.into_any(),
-                (_, Some(document), _) => view! { <Finished document=document lang=lang/> }.into_any(),
+                (_, Some(document), _) => view! { <Finished document=document lang=lang baseline=run.baseline/> }.into_any(),
                 _ => view! { <EmptyState/> }.into_any(),
             }}
             <MetricGlossary/>
@@ -148,7 +149,20 @@ fn LiveView(progress: Option<Progress>) -> impl IntoView {
 }
 
 #[component]
-fn Finished(document: RunDocument, lang: RwSignal<Lang>) -> impl IntoView {
+fn Finished(
+    document: RunDocument,
+    lang: RwSignal<Lang>,
+    baseline: RwSignal<Option<RunDocument>>,
+) -> impl IntoView {
+    let comparison = {
+        let now = document.clone();
+        move || {
+            baseline
+                .get()
+                .filter(|then| then.run_id != now.run_id)
+                .map(|then| view! { <Comparison now=now.clone() then=then/> })
+        }
+    };
     let any_reasoning = document.records.iter().any(|r| r.n_reasoning_events > 0);
     let rows = document.levels.clone();
     let verdict = document.verdict.clone();
@@ -194,6 +208,7 @@ fn Finished(document: RunDocument, lang: RwSignal<Lang>) -> impl IntoView {
                     </tbody>
                 </table>
             </div>
+            {comparison}
             <p class="muted small">
                 "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out."
             </p>

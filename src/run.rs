@@ -40,6 +40,10 @@ pub struct RunHandle {
     pub document: RwSignal<Option<RunDocument>>,
     /// Why the last run could not start.
     pub problems: RwSignal<Vec<String>>,
+    /// Kept runs, newest first (see `history`).
+    pub history: RwSignal<Vec<RunDocument>>,
+    /// A kept run the shown one is compared with.
+    pub baseline: RwSignal<Option<RunDocument>>,
     worker: StoredValue<Option<Worker>, LocalStorage>,
     /// Messages posted before the worker said `Ready`: a classic worker drops
     /// messages that arrive before its wasm has set `onmessage`.
@@ -53,6 +57,8 @@ impl RunHandle {
             progress: RwSignal::new(None),
             document: RwSignal::new(None),
             problems: RwSignal::new(Vec::new()),
+            history: RwSignal::new(crate::history::load()),
+            baseline: RwSignal::new(None),
             worker: StoredValue::new_local(None),
             pending: StoredValue::new_local(Some(Vec::new())),
         }
@@ -148,6 +154,11 @@ impl RunHandle {
                         tokenmeter_core::report::RunStatus::Done => Phase::Done,
                         tokenmeter_core::report::RunStatus::Cancelled => Phase::Cancelled,
                     };
+                    // Kept before anything else: a finished run is never lost.
+                    handle.history.set(crate::history::save(
+                        &handle.history.get_untracked(),
+                        &document,
+                    ));
                     handle.document.set(Some(*document));
                     handle.phase.set(phase);
                 }

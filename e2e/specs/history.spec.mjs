@@ -1,0 +1,82 @@
+// Every run is kept, so the next can be compared with it; exported runs import back.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { env, launch, screenshotPath } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { startSim } from '../lib/sim.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+let browser;
+let site;
+let sim;
+
+before(async () => {
+  site = await serveStatic(env('TOKENMETER_DIST'), '/');
+  sim = await startSim();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  sim?.close();
+});
+
+const historyIds = (page) =>
+  page.$$eval('[data-testid="history-row"]', (rows) => rows.map((r) => r.dataset.runId));
+
+test('runs are kept, compared, viewed, deleted and imported', async () => {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1600, height: 1200 } });
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  assert.equal((await historyIds(page)).length, 0);
+
+  const runOnce = async (maxTokens) => {
+    await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': maxTokens, warmup: 0 });
+    await app.run();
+    await app.waitForStatus('done');
+  };
+  await runOnce(8);
+  const [first] = await historyIds(page);
+  await page.waitForTimeout(5); // distinct run ids
+  await runOnce(24);
+  const ids = await historyIds(page);
+  assert.equal(ids.length, 2);
+  assert.equal(ids[1], first, 'newest first');
+
+  // Compare the new run with the first: longer answers, slower E2E, same TTFT shape.
+  await page.locator(`[data-testid="history-row"][data-run-id="${first}"] [data-testid="history-compare"]`).click();
+  await app.byTestId('comparison').waitFor();
+  const compared = await page.$$eval('[data-testid="compare-row"]', (rows) => rows.map((r) => r.dataset.concurrency));
+  assert.deepEqual(compared, ['1', '2']);
+  assert.match(await app.byTestId('comparison').textContent(), /%\)/);
+  await app.screenshot(screenshotPath('history-compare.png'));
+
+  // Kept across a reload; a kept run can be viewed again.
+  await page.reload();
+  await app.byTestId('app-title').waitFor();
+  assert.deepEqual(await historyIds(page), ids);
+  await page.locator(`[data-testid="history-row"][data-run-id="${first}"] [data-testid="history-view"]`).click();
+  await app.byTestId('results-table').waitFor();
+  assert.equal((await app.resultsRows()).length, 2);
+
+  // Export it, delete it, import it back.
+  const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-json').click()]);
+  const json = await readFile(await download.path(), 'utf8');
+  await page.locator(`[data-testid="history-row"][data-run-id="${first}"] [data-testid="history-delete"]`).click();
+  assert.deepEqual(await historyIds(page), [ids[0]]);
+  await app.byTestId('history').locator('details summary').click();
+  await app.fill('history-import-text', json);
+  await app.byTestId('history-import').click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="history-row"]').length === n, 2);
+  assert.ok((await historyIds(page)).includes(first));
+
+  // A document from a newer tokenmeter is refused with the reason.
+  await app.fill('history-import-text', json.replace('"schema": 1', '"schema": 99'));
+  await app.byTestId('history-import').click();
+  await app.byTestId('history-import-error').waitFor();
+  assert.match(await app.byTestId('history-import-error').textContent(), /newer tokenmeter/);
+  await context.close();
+});
