@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::plan::{
-    import_config, normalize_base_url, parse_levels, LoadMode, Plan, PromptSpec,
+    import_config, is_mixed_content, normalize_base_url, parse_levels, LoadMode, Plan, PromptSpec,
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
 
@@ -317,6 +317,18 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
         })
     };
 
+    let mixed_content_warning = move || {
+        let page_is_https = web_sys::window()
+            .and_then(|w| w.location().protocol().ok())
+            .is_some_and(|p| p == "https:");
+        is_mixed_content(page_is_https, &form.base_url.get()).then(|| {
+            view! {
+                <p class="callout warn" data-testid="mixed-content-warning">
+                    "This page was loaded over HTTPS and the endpoint is http://: the browser will block every request (mixed content). Use an https:// endpoint, or open tokenmeter over http:// (e.g. cargo xtask serve)."
+                </p>
+            }
+        })
+    };
     let on_run = {
         move |_| match form.plan(&base.get_value()) {
             Ok(plan) => {
@@ -426,6 +438,7 @@ pub fn ConfigPanel(plan: Plan, run: RunHandle) -> impl IntoView {
             </div>
             <AdvancedFields advanced=form.advanced running=running/>
             {connection_warning}
+            {mixed_content_warning}
             <div class="actions">
                 <button
                     class="primary"

@@ -363,6 +363,26 @@ pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> 
     Ok((url, notes))
 }
 
+/// True when a page served over HTTPS would call `base_url` over plain HTTP: browsers
+/// block such mixed content (the request fails as a network error), except for
+/// loopback hosts, which they treat as trustworthy.
+pub fn is_mixed_content(page_is_https: bool, base_url: &str) -> bool {
+    let lower = base_url.trim().to_ascii_lowercase();
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    let loopback = host == "localhost"
+        || host.ends_with(".localhost")
+        || host.starts_with("127.")
+        || host == "::1";
+    page_is_https && !loopback
+}
+
 /// Parses concurrency levels typed as `1,2,4,8,16` (commas and/or spaces): sorted,
 /// without duplicates.
 pub fn parse_levels(input: &str) -> Result<Vec<u32>, String> {
@@ -556,6 +576,17 @@ mod tests {
         assert!(normalize_base_url("").is_err());
         let (url, _) = normalize_base_url("http://h/v1/completions").unwrap();
         assert_eq!(url, "http://h/v1");
+    }
+
+    #[test]
+    fn mixed_content_spares_loopback() {
+        assert!(is_mixed_content(true, "http://gpu-box.lan:8000/v1"));
+        assert!(!is_mixed_content(false, "http://gpu-box.lan:8000/v1"));
+        assert!(!is_mixed_content(true, "https://api.example.com/v1"));
+        assert!(!is_mixed_content(true, "http://127.0.0.1:8000/v1"));
+        assert!(!is_mixed_content(true, "http://localhost:8000/v1"));
+        assert!(!is_mixed_content(true, "http://[::1]:8000/v1"));
+        assert!(is_mixed_content(true, "HTTP://10.0.0.5/v1"));
     }
 
     #[test]
