@@ -1,34 +1,22 @@
 // The advanced settings: models from the server, faults through extra headers, the
 // key kept out of saved headers, api-key auth, the legacy endpoint, open-loop
 // arrivals, and an SLO the verdict enforces.
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
 const sims = [];
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sims.forEach((s) => s.close());
-});
+const suite = useSuite(null);
+after(() => sims.forEach((s) => s.close()));
 
 async function open(simArgs = []) {
   const sim = await startSim(simArgs);
   sims.push(sim);
-  const page = await browser.newPage({ acceptDownloads: true });
+  const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 });
   await app.byTestId('advanced').locator('summary').click();
   return { sim, page, app };

@@ -1,34 +1,18 @@
 // Cancel stops every request in flight at once (the simulator sees the
 // disconnects) and keeps what was measured.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite([]);
 
 test('cancel mid-run aborts everything in flight and keeps the results', async () => {
-  const page = await browser.newPage({ acceptDownloads: true });
+  const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   // Two lanes of 2-second requests: cancel once two have finished and two are in flight.
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '2', 'requests-per-level': 8, 'max-tokens': 100, warmup: 0 });
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '2', 'requests-per-level': 8, 'max-tokens': 100, warmup: 0 });
   await app.run();
   await app.waitForStatus('running');
   await page.waitForFunction(() => {
@@ -51,7 +35,7 @@ test('cancel mid-run aborts everything in flight and keeps the results', async (
   // The simulator saw every one of them go.
   let truth;
   for (let i = 0; i < 50; i++) {
-    truth = await sim.truth();
+    truth = await suite.sim.truth();
     if (truth.requests.filter((t) => t.outcome === 'disconnected').length >= cancelled.length) break;
     await new Promise((r) => setTimeout(r, 200));
   }

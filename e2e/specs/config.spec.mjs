@@ -1,29 +1,17 @@
 // Plans come in from the reference article's config.json (pasted or as a file)
 // and go out as a link that reproduces the plan without the key.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
 /** Section 3 of the reference article, verbatim. */
 const ARTICLE_CONFIG = `{ "base_url": "https://taotoken.net/api", "api_key": "sk-你的Key填这里", "model": "你的模型ID", "prompt": "请用300字介绍大模型推理中的prefill和decode两个阶段", "max_tokens": 300, "temperature": 0.7, "concurrency_levels": [1, 2, 4, 8, 16], "requests_per_level": 8, "timeout": 60 }`;
 
-let browser;
-let site;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const suite = useSuite(null);
 
 async function formValues(app) {
   const values = {};
@@ -45,9 +33,9 @@ const ARTICLE_FORM = {
 };
 
 test("pasting the article's config.json fills the form", async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.byTestId('import').locator('summary').click();
   await app.fill('import-text', ARTICLE_CONFIG);
   await app.byTestId('import-apply').click();
@@ -63,9 +51,9 @@ test('the same file, chosen from disk', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tokenmeter-'));
   const file = join(dir, 'config.json');
   writeFileSync(file, ARTICLE_CONFIG);
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.byTestId('import').locator('summary').click();
   await app.byTestId('import-file').setInputFiles(file);
   await app.byTestId('import-note').waitFor();
@@ -74,9 +62,9 @@ test('the same file, chosen from disk', async () => {
 });
 
 test('a broken config says what is wrong and changes nothing', async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   const before = await formValues(app);
   await app.byTestId('import').locator('summary').click();
   await app.fill('import-text', '{"base_url": "https://x/v1", "model": 3}');
@@ -88,9 +76,9 @@ test('a broken config says what is wrong and changes nothing', async () => {
 });
 
 test('a shared link reproduces the plan without the key', async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.fillPlan({
     'base-url': 'https://llm.example.com/v1/chat/completions',
     'api-key': 'sk-secret-123',
@@ -102,11 +90,11 @@ test('a shared link reproduces the plan without the key', async () => {
   });
   await app.byTestId('share-link').click();
   const url = await app.byTestId('share-url').inputValue();
-  assert.ok(url.startsWith(site.url), url);
+  assert.ok(url.startsWith(suite.site.url), url);
   assert.ok(!url.includes('sk-secret'), 'the key is not in the link');
   await page.close();
 
-  const second = await browser.newPage();
+  const second = await suite.browser.newPage();
   const again = new AppPage(second);
   await again.open(url);
   assert.deepEqual(await formValues(again), {

@@ -1,33 +1,22 @@
 // Failures are counted and explained, never a crash: each kind with its hint and a
 // sample of what the server said, shown as text.
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch, screenshotPath } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
+import { screenshotPath } from '../lib/browser.mjs';
 import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
 const sims = [];
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sims.forEach((s) => s.close());
-});
+const suite = useSuite(null);
+after(() => sims.forEach((s) => s.close()));
 
 async function runAgainst(simArgs, fields = {}) {
   const sim = await startSim(simArgs);
   sims.push(sim);
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await suite.browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.fillPlan({
     'base-url': sim.baseUrl,
     levels: '1,2',

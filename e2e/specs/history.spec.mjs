@@ -1,40 +1,25 @@
 // Every run is kept, so the next can be compared with it; exported runs import back.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { env, launch, screenshotPath } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { screenshotPath } from '../lib/browser.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite([]);
 
 const historyIds = (page) =>
   page.$$eval('[data-testid="history-row"]', (rows) => rows.map((r) => r.dataset.runId));
 
 test('runs are kept, compared, viewed, deleted and imported', async () => {
-  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1600, height: 1200 } });
+  const context = await suite.browser.newContext({ acceptDownloads: true, viewport: { width: 1600, height: 1200 } });
   const page = await context.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   assert.equal((await historyIds(page)).length, 0);
 
   const runOnce = async (maxTokens) => {
-    await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': maxTokens, warmup: 0 });
+    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': maxTokens, warmup: 0 });
     await app.run();
     await app.waitForStatus('done');
   };

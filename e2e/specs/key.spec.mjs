@@ -1,35 +1,19 @@
 // The API key is a secret: in memory by default, stored only when asked, and never
 // in a link or an export.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim(['--api-key', 'sk-remember-me']);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite(['--api-key', 'sk-remember-me']);
 
 test('the key is remembered only when asked, and never exported', async () => {
-  const context = await browser.newContext({ acceptDownloads: true });
+  const context = await suite.browser.newContext({ acceptDownloads: true });
   const page = await context.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
-  await app.fillPlan({ 'base-url': sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
 
   // Not ticked: a reload forgets it.
   await page.reload();
@@ -38,13 +22,13 @@ test('the key is remembered only when asked, and never exported', async () => {
   assert.equal(await page.evaluate(() => localStorage.length), 0);
 
   // Ticked: it survives a reload, and runs use it.
-  await app.fillPlan({ 'base-url': sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
   await app.byTestId('remember-key').check();
   await page.reload();
   await app.byTestId('app-title').waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="api-key"]').value === 'sk-remember-me');
   assert.equal(await app.byTestId('remember-key').isChecked(), true);
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
   await app.run();
   await app.waitForStatus('done');
   assert.equal((await app.resultsRows())[0].n_ok, '1');

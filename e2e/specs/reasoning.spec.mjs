@@ -1,33 +1,17 @@
 // A reasoning model: TTFT counts the first reasoning token, and the time to the
 // first answer token is reported beside it.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim(['--fault', 'reasoning']);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite(['--fault', 'reasoning']);
 
 test('both first-token times are reported', async () => {
-  const page = await browser.newPage({ acceptDownloads: true });
+  const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = new AppPage(page);
-  await app.open(site.url);
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 20, warmup: 0 });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 20, warmup: 0 });
   await app.run();
   await app.waitForStatus('done');
   const [row] = await app.resultsRows();

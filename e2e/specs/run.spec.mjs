@@ -2,36 +2,21 @@
 // reports agrees with the simulator's truth record: token counts exactly, TTFT and
 // TPOT within a tolerance loose enough for a busy 2-core machine (the tight
 // comparison is a benchmark's job).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch, screenshotPath } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { screenshotPath } from '../lib/browser.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite([]);
 
 test('a ladder runs to done and agrees with the truth', async () => {
-  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 }, acceptDownloads: true });
+  const page = await suite.browser.newPage({ viewport: { width: 1600, height: 1000 }, acceptDownloads: true });
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   assert.equal(await app.status(), 'idle');
   await app.fillPlan({
-    'base-url': sim.baseUrl,
+    'base-url': suite.sim.baseUrl,
     levels: '1,2,4',
     'requests-per-level': 4,
     'max-tokens': 16,
@@ -54,7 +39,7 @@ test('a ladder runs to done and agrees with the truth', async () => {
   assert.equal(doc.schema, 1);
   assert.equal(doc.status, 'done');
   assert.ok(!JSON.stringify(doc).includes('Bearer'), 'no key material in the document');
-  const truth = await sim.truth();
+  const truth = await suite.sim.truth();
   const byId = new Map(truth.requests.map((t) => [t.response_id, t]));
   const measured = doc.records.filter((r) => !r.warmup);
   assert.equal(measured.length, 12);
@@ -81,10 +66,10 @@ test('a ladder runs to done and agrees with the truth', async () => {
 });
 
 test('above six streams over HTTP/1.1 the browser queue is measured and shown', async () => {
-  const page = await browser.newPage({ acceptDownloads: true });
+  const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = new AppPage(page);
-  await app.open(site.url);
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '2,12', 'requests-per-level': 12, 'max-tokens': 12, warmup: 1 });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '2,12', 'requests-per-level': 12, 'max-tokens': 12, warmup: 1 });
   await app.run();
   await app.waitForStatus('done');
   const rows = await app.resultsRows();
@@ -103,10 +88,10 @@ test('above six streams over HTTP/1.1 the browser queue is measured and shown', 
 });
 
 test('the connection warning appears for concurrency above six over http://', async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2,4' });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2,4' });
   assert.equal(await app.byTestId('connection-warning').count(), 0);
   await app.fill('levels', '1,2,4,8,16');
   await app.byTestId('connection-warning').waitFor();

@@ -1,28 +1,17 @@
 // The page renders: title, plan panel, results area; a screenshot for people.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
-import { env, launch, screenshotPath } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
+import { screenshotPath } from '../lib/browser.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const suite = useSuite(null);
 
 test('the page renders its title and panels', async () => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await suite.browser.newPage({ viewport: { width: 1280, height: 800 } });
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   assert.equal(await app.title(), 'tokenmeter');
   assert.equal(await page.title(), 'tokenmeter · LLM endpoint load tester');
   assert.equal(await app.byTestId('config-panel').isVisible(), true);
@@ -37,9 +26,9 @@ test('the page renders its title and panels', async () => {
 });
 
 test('typing a bad ladder shows an error a person can act on', async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
+  await app.open(suite.site.url);
   await app.fill('levels', '1, 2, x');
   await app.byTestId('levels-error').waitFor();
   assert.match(await app.byTestId('levels-error').textContent(), /`x` is not a whole number/);

@@ -2,28 +2,17 @@
 // cross-origin streamed fetch with an Authorization header (so a CORS preflight),
 // read through a ReadableStream. Checks CORS on the stream, Resource Timing
 // exposure (Timing-Allow-Origin) and that the CJK text arrives exactly as sent.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
+import { env } from '../lib/browser.mjs';
+import { useSuite } from '../lib/suite.mjs';
 
-let browser;
-let site;
 const simUrl = () => env('TOKENMETER_SIM_URL');
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const suite = useSuite(null);
 
 test('a streamed chat completion crosses origins intact', async () => {
-  const page = await browser.newPage();
-  await page.goto(site.url);
+  const page = await suite.browser.newPage();
+  await page.goto(suite.site.url);
   const result = await page.evaluate(async (base) => {
     const response = await fetch(`${base}/chat/completions`, {
       method: 'POST',
@@ -79,8 +68,8 @@ test('a streamed chat completion crosses origins intact', async () => {
 });
 
 test('an error response is readable across origins, Retry-After included', async () => {
-  const page = await browser.newPage();
-  await page.goto(site.url);
+  const page = await suite.browser.newPage();
+  await page.goto(suite.site.url);
   const result = await page.evaluate(async (base) => {
     const response = await fetch(`${base}/chat/completions`, {
       method: 'POST',

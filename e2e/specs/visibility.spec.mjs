@@ -1,26 +1,10 @@
 // A hidden tab is throttled by the browser: the levels it overlapped are flagged.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, launch } from '../lib/browser.mjs';
-import { serveStatic } from '../lib/static-server.mjs';
-import { startSim } from '../lib/sim.mjs';
+import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
 
-let browser;
-let site;
-let sim;
-
-before(async () => {
-  site = await serveStatic(env('TOKENMETER_DIST'), '/');
-  sim = await startSim();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  sim?.close();
-});
+const suite = useSuite([]);
 
 async function setHidden(page, hidden) {
   await page.evaluate((h) => {
@@ -31,10 +15,10 @@ async function setHidden(page, hidden) {
 }
 
 test('a level during which the page was hidden is flagged', async () => {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   const app = new AppPage(page);
-  await app.open(site.url);
-  await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1,2', 'requests-per-level': 3, 'max-tokens': 40, warmup: 0 });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 3, 'max-tokens': 40, warmup: 0 });
   await app.run();
   await page.waitForSelector('[data-testid="live-row"][data-concurrency="1"][data-state="running"]');
   await setHidden(page, true);

@@ -175,6 +175,11 @@ fn resource_timing(url: &str, clock: &Clock, sent_us: u64) -> Option<BrowserTimi
         request_start_us: on_clock(entry.request_start()),
         response_start_us: on_clock(entry.response_start()),
         protocol: (!protocol.is_empty()).then_some(protocol),
+        // A reused connection has no DNS, connect or TLS: the two marks coincide.
+        connection_setup_us: {
+            let setup_ms = entry.connect_end() - entry.domain_lookup_start();
+            (entry.domain_lookup_start() > 0.0 && setup_ms > 0.0).then_some((setup_ms * 1e3) as u64)
+        },
     })
 }
 

@@ -51,6 +51,10 @@ pub struct BrowserTiming {
     pub response_start_us: Option<u64>,
     /// `nextHopProtocol`: `http/1.1`, `h2`, `h3`.
     pub protocol: Option<String>,
+    /// DNS, TCP and TLS set-up (`connectEnd − domainLookupStart`) when this request
+    /// opened a new connection; `None` on a reused one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub connection_setup_us: Option<u64>,
 }
 
 /// What is known when a request is sent.
@@ -147,6 +151,13 @@ impl RequestRecord {
     pub fn browser_wait_us(&self) -> Option<u64> {
         let left = self.browser.as_ref()?.request_start_us?;
         Some(left.saturating_sub(self.sent_us))
+    }
+
+    /// Browser wait that connection set-up does not explain: on a reused connection
+    /// with no queue in front of it, this is mostly a CORS preflight.
+    pub fn unexplained_wait_us(&self) -> Option<u64> {
+        let setup = self.browser.as_ref()?.connection_setup_us.unwrap_or(0);
+        Some(self.browser_wait_us()?.saturating_sub(setup))
     }
 
     /// TTFT counted from when the request left the browser: the server's part
@@ -600,11 +611,14 @@ mod tests {
             request_start_us: Some(201_500),
             response_start_us: Some(250_000),
             protocol: Some("http/1.1".into()),
+            connection_setup_us: Some(150_000),
         });
         // 300 ms of TTFT: 200 ms waiting in the browser, 100 ms after it left.
         assert_eq!(r.ttft_us(), Some(300_000));
         assert_eq!(r.browser_wait_us(), Some(200_000));
         assert_eq!(r.ttft_after_send_us(), Some(100_000));
+        // 150 ms of it opened the connection; 50 ms is unexplained (a preflight).
+        assert_eq!(r.unexplained_wait_us(), Some(50_000));
     }
 
     #[test]

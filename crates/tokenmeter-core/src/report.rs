@@ -122,6 +122,7 @@ impl RunDocument {
         let verdict = analyse(&levels, &plan.slo, &plan.analysis);
         let mut environment = environment;
         environment.notes.extend(browser_queue_notes(&levels));
+        environment.notes.extend(preflight_note(&levels));
         RunDocument {
             schema: RUN_SCHEMA,
             tool: ToolInfo::default(),
@@ -339,6 +340,20 @@ pub fn browser_queue_notes(levels: &[Summary]) -> Vec<String> {
         .collect()
 }
 
+/// Repeated slow sends look like CORS preflights that the browser could not cache:
+/// without `Access-Control-Max-Age`, Chromium keeps a preflight for 5 s only, so a
+/// long run pays one every 5 s. (Browsers do not expose preflights themselves.)
+pub fn preflight_note(levels: &[Summary]) -> Option<String> {
+    let waits: Vec<Distribution> = levels.iter().filter_map(|s| s.slow_send_ms).collect();
+    let n: u64 = waits.iter().map(|d| d.n).sum();
+    (n >= 2).then(|| {
+        let median = waits.iter().map(|d| d.p50).fold(0.0, f64::max);
+        format!(
+            "{n} requests waited about {median:.0} ms in the browser on an open connection, as a CORS preflight costs: the server probably sends no Access-Control-Max-Age, so the browser repeats the preflight every few seconds and that time counts in TTFT; have the server send Access-Control-Max-Age (e.g. 86400)"
+        )
+    })
+}
+
 fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
     d.map(|d| num(f(&d))).unwrap_or_default()
 }
@@ -504,6 +519,7 @@ mod tests {
                 request_start_us: Some(900_000),
                 response_start_us: Some(950_000),
                 protocol: Some("http/1.1".into()),
+                connection_setup_us: None,
             });
             records.push(r);
         }
@@ -527,6 +543,56 @@ mod tests {
         assert_eq!(level8.protocols["http/1.1"], 1);
         // TTFT 100 ms in all: 900 ms is impossible here, so the split saturates at 0.
         assert_eq!(level8.ttft_after_send_ms.unwrap().p50, 0.0);
+    }
+
+    #[test]
+    fn repeated_slow_sends_suggest_uncached_preflights() {
+        let with_wait = |id: u64, wait_us: u64, setup_us: Option<u64>| {
+            let mut r = record(id, 2, 1_000_000 * id, 3, 10_000);
+            r.browser = Some(crate::record::BrowserTiming {
+                fetch_start_us: r.sent_us,
+                request_start_us: Some(r.sent_us + wait_us),
+                response_start_us: None,
+                protocol: Some("h2".into()),
+                connection_setup_us: setup_us,
+            });
+            r
+        };
+        let build = |records| {
+            RunDocument::build(
+                "r".into(),
+                "t".into(),
+                RunStatus::Done,
+                Plan::default_for_simulator("https://x/v1"),
+                Environment::default(),
+                records,
+            )
+        };
+        // Two requests paid 40 ms on open connections: flagged.
+        let doc = build(vec![
+            with_wait(1, 40_000, None),
+            with_wait(2, 300, None),
+            with_wait(3, 41_000, None),
+        ]);
+        assert_eq!(doc.levels[0].slow_send_ms.unwrap().n, 2);
+        assert!(
+            doc.environment.notes[0].contains("2 requests waited about 40 ms"),
+            "{:?}",
+            doc.environment.notes
+        );
+        // The same waits explained by new connections: not flagged.
+        let doc = build(vec![
+            with_wait(1, 40_000, Some(39_000)),
+            with_wait(2, 41_000, Some(40_000)),
+        ]);
+        assert!(
+            doc.environment.notes.is_empty(),
+            "{:?}",
+            doc.environment.notes
+        );
+        // One slow send (the run's first preflight) is no pattern.
+        let doc = build(vec![with_wait(1, 40_000, None), with_wait(2, 300, None)]);
+        assert!(doc.environment.notes.is_empty());
     }
 
     #[test]

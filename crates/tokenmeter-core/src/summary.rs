@@ -20,10 +20,16 @@ use crate::{
     error::ErrorKind,
     plan::Slo,
     record::{RequestRecord, TokenSource},
+    report::HTTP1_CONNECTIONS_PER_HOST,
     stats::Distribution,
 };
 
 const US_PER_S: f64 = 1e6;
+/// Browser wait on an open connection, with no browser queue in front, from which a
+/// request counts as a slow send (a CORS preflight costs a round trip). Handing a
+/// request from a worker to the browser's network stack alone takes a few ms on a
+/// busy machine, hence the margin.
+pub const SLOW_SEND_US: u64 = 10_000;
 const US_PER_MS: f64 = 1e3;
 
 /// The per-request figures of one successful request that summaries need.
@@ -54,6 +60,8 @@ pub struct LevelStats {
     ttft_after_send_us: Vec<u64>,
     /// Requests per `nextHopProtocol`.
     protocols: BTreeMap<String, u64>,
+    /// Unexplained browser waits of slow sends (see `SLOW_SEND_US`).
+    slow_send_us: Vec<u64>,
     itl_us: Vec<u64>,
     /// Output tokens per whole second of the run's time origin.
     token_bins: BTreeMap<u64, u64>,
@@ -95,6 +103,15 @@ impl LevelStats {
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
         if let Some(protocol) = record.browser.as_ref().and_then(|b| b.protocol.clone()) {
+            // Over HTTP/1.1 beyond six in flight, waits are the browser's queue instead.
+            let unqueued =
+                protocol != "http/1.1" || record.concurrency <= HTTP1_CONNECTIONS_PER_HOST;
+            if let Some(wait) = record
+                .unexplained_wait_us()
+                .filter(|&w| unqueued && w >= SLOW_SEND_US)
+            {
+                self.slow_send_us.push(wait);
+            }
             *self.protocols.entry(protocol).or_default() += 1;
         }
         match &record.error {
@@ -186,6 +203,11 @@ impl LevelStats {
                 .map(|&t| t as f64)
                 .collect::<Vec<_>>()),
             protocols: self.protocols.clone(),
+            slow_send_ms: ms(&self
+                .slow_send_us
+                .iter()
+                .map(|&t| t as f64)
+                .collect::<Vec<_>>()),
             decode_tps: Distribution::of(&collect(&|r| r.decode_tps)),
             wall_s,
             n_out_total,
@@ -226,6 +248,7 @@ impl AddAssign<&LevelStats> for LevelStats {
         for (protocol, n) in &other.protocols {
             *self.protocols.entry(protocol.clone()).or_default() += n;
         }
+        self.slow_send_us.extend_from_slice(&other.slow_send_us);
         self.itl_us.extend_from_slice(&other.itl_us);
         for (bin, n) in &other.token_bins {
             *self.token_bins.entry(*bin).or_default() += n;
@@ -295,6 +318,11 @@ pub struct Summary {
     /// Requests per HTTP version the browser reported (`http/1.1`, `h2`, `h3`).
     #[serde(default)]
     pub protocols: BTreeMap<String, u64>,
+    /// Slow sends: requests that waited at least 10 ms in the browser on an open
+    /// connection with no browser queue in front (the cost of a CORS preflight);
+    /// their unexplained wait.
+    #[serde(default)]
+    pub slow_send_ms: Option<Distribution>,
     /// Per-request decode tokens/s.
     pub decode_tps: Option<Distribution>,
     /// From the first request wanting to start to the last one ending.

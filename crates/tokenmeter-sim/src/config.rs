@@ -39,6 +39,10 @@ pub struct SimConfig {
     /// Leave out `Access-Control-Max-Age`, so browsers preflight (nearly) every request.
     #[arg(long)]
     pub no_cors_max_age: bool,
+    /// Answer CORS preflights (OPTIONS) only after this many ms, as a distant server
+    /// would: the cost of preflights becomes visible to the page.
+    #[arg(long, default_value_t = 0.0)]
+    pub preflight_delay_ms: f64,
     /// How long a `hang` request holds back its headers, seconds.
     #[arg(long, default_value_t = 120.0)]
     pub hang_s: f64,

@@ -184,6 +184,13 @@ async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) 
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
         .cloned();
     let mut response = if request.method() == Method::OPTIONS {
+        if state.config.preflight_delay_ms > 0.0 {
+            // A far-away server: each preflight costs a round trip the page can see.
+            tokio::time::sleep(Duration::from_secs_f64(
+                state.config.preflight_delay_ms / 1e3,
+            ))
+            .await;
+        }
         StatusCode::NO_CONTENT.into_response()
     } else {
         next.run(request).await
