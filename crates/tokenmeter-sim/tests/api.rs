@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{chat_body, fast_config, send, start};
+use common::{chat_body, fast_config, post_chat, send, start};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -191,37 +191,18 @@ async fn api_key_is_checked_when_set() {
     config.api_key = Some("sk-right".into());
     let sim = start(config).await;
     let body = chat_body(2, true);
-    let path = "/v1/chat/completions";
-    let r = send(sim.addr, "POST", path, &[], Some(&body)).await;
-    assert_eq!(r.status, 401);
-    assert_eq!(r.json()["error"]["code"], "invalid_api_key");
-    let r = send(
-        sim.addr,
-        "POST",
-        path,
-        &[("authorization", "Bearer sk-wrong")],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(r.status, 401);
-    let r = send(
-        sim.addr,
-        "POST",
-        path,
-        &[("authorization", "Bearer sk-right")],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    let r = send(
-        sim.addr,
-        "POST",
-        path,
-        &[("api-key", "sk-right")],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(r.status, 200);
+    for (headers, status) in [
+        (&[][..], 401),
+        (&[("authorization", "Bearer sk-wrong")][..], 401),
+        (&[("authorization", "Bearer sk-right")][..], 200),
+        (&[("api-key", "sk-right")][..], 200),
+    ] {
+        let r = post_chat(sim.addr, headers, &body).await;
+        assert_eq!(r.status, status, "{headers:?}");
+        if status == 401 {
+            assert_eq!(r.json()["error"]["code"], "invalid_api_key");
+        }
+    }
 }
 
 #[tokio::test]

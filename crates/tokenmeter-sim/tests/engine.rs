@@ -76,14 +76,7 @@ async fn throughput_bends_into_a_knee_at_the_batch_size() {
         let clients = (0..concurrency).map(|_| async {
             let mut records = Vec::new();
             for _ in 0..2 {
-                let r = send(
-                    sim.addr,
-                    "POST",
-                    "/v1/chat/completions",
-                    &[],
-                    Some(&chat_body(8, true)),
-                )
-                .await;
+                let r = common::post_chat(sim.addr, &[], &chat_body(8, true)).await;
                 records.push(measure(&r, origin, false));
             }
             records
@@ -132,14 +125,7 @@ async fn a_client_that_leaves_frees_its_slot() {
     drop(sender);
     conn.abort();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = send(
-        sim.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        Some(&chat_body(2, true)),
-    )
-    .await;
+    let r = common::post_chat(sim.addr, &[], &chat_body(2, true)).await;
     assert_eq!(r.status, 200);
     let truth = common::truth(sim.addr).await;
     let find = |id: u64| {

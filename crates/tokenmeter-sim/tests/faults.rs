@@ -174,13 +174,6 @@ async fn a_global_fault_applies_to_every_request() {
     let mut config = fast_config();
     config.faults = vec![tokenmeter_sim::fault::Fault::RateLimited];
     let sim = start(config).await;
-    let r = send(
-        sim.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        Some(&chat_body(2, true)),
-    )
-    .await;
+    let r = common::post_chat(sim.addr, &[], &chat_body(2, true)).await;
     assert_eq!(r.status, 429);
 }

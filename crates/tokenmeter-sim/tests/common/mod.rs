@@ -112,6 +112,11 @@ pub async fn send(
     read(response, sent_at).await
 }
 
+/// POSTs a chat completion on a new HTTP/1.1 connection.
+pub async fn post_chat(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> Received {
+    send(addr, "POST", "/v1/chat/completions", headers, Some(body)).await
+}
+
 pub fn build(
     method: &str,
     uri: &str,
