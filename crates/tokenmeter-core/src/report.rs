@@ -119,7 +119,21 @@ impl RunDocument {
             total.concurrency = by_level.keys().next().copied();
         }
         let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
-        let verdict = analyse(&levels, &plan.slo, &plan.analysis);
+        let mut verdict = analyse(&levels, &plan.slo, &plan.analysis);
+        let browser_capped = levels.iter().any(|s| {
+            s.concurrency.unwrap_or(0) > HTTP1_CONNECTIONS_PER_HOST
+                && s.protocols.contains_key("http/1.1")
+        });
+        if browser_capped && verdict.knee.is_some() {
+            // Over HTTP/1.1 the browser never has more than six requests in flight, so
+            // throughput stops growing there whatever the server could do.
+            verdict.explanation_en.push_str(&format!(
+                " Caution: above concurrency {HTTP1_CONNECTIONS_PER_HOST} this browser sent at most {HTTP1_CONNECTIONS_PER_HOST} requests at a time over HTTP/1.1, so this knee may be the browser's limit, not the server's; measure over HTTPS (HTTP/2) to find the server's."
+            ));
+            verdict.explanation_zh.push_str(&format!(
+                "注意：并发超过 {HTTP1_CONNECTIONS_PER_HOST} 时，浏览器经 HTTP/1.1 同时最多只发 {HTTP1_CONNECTIONS_PER_HOST} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请改用 HTTPS（HTTP/2）测出服务端真正的拐点。"
+            ));
+        }
         let mut environment = environment;
         environment.notes.extend(browser_queue_notes(&levels));
         environment.notes.extend(preflight_note(&levels));
@@ -539,10 +553,51 @@ mod tests {
         );
         assert!(doc.environment.notes[0].starts_with("concurrency 8: the browser spoke HTTP/1.1"));
         assert!(doc.environment.notes[0].contains("900 ms at p95"));
+        assert!(
+            !doc.verdict.explanation_en.contains("Caution"),
+            "no knee, no caution"
+        );
         let level8 = &doc.levels[1];
         assert_eq!(level8.protocols["http/1.1"], 1);
         // TTFT 100 ms in all: 900 ms is impossible here, so the split saturates at 0.
         assert_eq!(level8.ttft_after_send_ms.unwrap().p50, 0.0);
+    }
+
+    #[test]
+    fn a_knee_behind_the_browsers_http1_limit_is_called_into_question() {
+        // Level 4: 4 requests of 10 tokens, 100 ms TTFT. Level 8: the same tokens
+        // over a longer span, 400 ms TTFT: throughput flat, latency up: a knee at 4.
+        let mut records = Vec::new();
+        for id in 0..4 {
+            records.push(record(id, 4, 0, 10, 10_000));
+        }
+        for id in 4..12 {
+            let mut r = record(id, 8, 300_000, 10, 10_000);
+            r.sent_us = 0;
+            r.wanted_us = 0;
+            r.browser = Some(crate::record::BrowserTiming {
+                fetch_start_us: 0,
+                request_start_us: Some(300_000),
+                response_start_us: None,
+                protocol: Some("http/1.1".into()),
+                connection_setup_us: None,
+            });
+            records.push(r);
+        }
+        let doc = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            records,
+        );
+        assert_eq!(doc.verdict.knee, Some(4), "{}", doc.verdict.explanation_en);
+        assert!(doc
+            .verdict
+            .explanation_en
+            .contains("may be the browser's limit"));
+        assert!(doc.verdict.explanation_zh.contains("浏览器的限制"));
     }
 
     #[test]
