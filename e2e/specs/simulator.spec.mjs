@@ -40,9 +40,14 @@ test('a streamed chat completion crosses origins intact', async () => {
       .map((e) => JSON.parse(e.slice(6)))
       .flatMap((c) => c.choices.map((ch) => ch.delta.content ?? ''))
       .join('');
-    const entry = performance
-      .getEntriesByType('resource')
-      .find((e) => e.name.endsWith('/chat/completions'));
+    // The entry appears once the body has ended, sometimes a task or two later.
+    let entry;
+    for (let tries = 0; !entry && tries < 50; tries += 1) {
+      if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      entry = performance
+        .getEntriesByType('resource')
+        .find((e) => e.name.endsWith('/chat/completions'));
+    }
     return {
       status: response.status,
       id: response.headers.get('x-request-id'),

@@ -3,6 +3,7 @@
 //!
 //! - [`engine`]: the latency model (batching, queueing, prefill, decode) on its own thread;
 //! - [`server`]: routes, CORS, streamed bodies, HTTP/1.1, HTTP/2 and TLS;
+//! - [`connection`]: a connection and its streams in one task, one write per step;
 //! - [`fault`]: the faults a request can be given;
 //! - [`truth`]: when each token was due and when it was written;
 //! - [`text`]: the generated text (mostly Chinese) and the prompt-length estimate.
@@ -10,6 +11,7 @@
 //! Tests start it in-process with `SimServer::start` on port 0.
 
 pub mod config;
+pub mod connection;
 pub mod engine;
 pub mod fault;
 pub mod server;

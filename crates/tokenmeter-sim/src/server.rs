@@ -3,12 +3,15 @@
 
 use std::{
     collections::VecDeque,
+    future::Future,
     io,
     net::SocketAddr,
+    pin::Pin,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
     },
+    task::{ready, Context, Poll},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
@@ -22,21 +25,18 @@ use axum::{
     Json, Router,
 };
 use bytes::Bytes;
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::conn::auto,
-    service::TowerToHyperService,
-};
+use hyper_util::{rt::TokioIo, server::conn::auto, service::TowerToHyperService};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::{
     net::TcpListener,
-    sync::{mpsc::UnboundedReceiver, oneshot, watch},
+    sync::{mpsc::UnboundedReceiver, oneshot},
     task::JoinHandle,
 };
 
 use crate::{
     config::SimConfig,
+    connection,
     engine::{Engine, Job, TokenDue},
     fault::{Fault, Faults},
     text::{estimate_tokens, TokenText},
@@ -113,8 +113,8 @@ impl SimServer {
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
                 let tls = tls.clone();
-                tokio::spawn(async move {
-                    let mut builder = auto::Builder::new(TokioExecutor::new());
+                tokio::spawn(connection::drive(move |executor| async move {
+                    let mut builder = auto::Builder::new(executor);
                     builder
                         .http2()
                         .max_concurrent_streams(h2_max_streams)
@@ -135,7 +135,7 @@ impl SimServer {
                                 .await
                         }
                     };
-                });
+                }));
             }
         });
         Ok(SimServer {
@@ -699,13 +699,14 @@ struct Writer {
     /// The step of the token being handled (0 before the first token), and its due instant.
     step: u64,
     due: Instant,
-    released: watch::Receiver<u64>,
     /// Tokens waiting to be grouped into one event (`multi-token`).
     group: Vec<usize>,
     group_text: String,
     group_is_reasoning: bool,
     ended: bool,
     committed: bool,
+    /// After a hand-off: let the other streams of the step go first.
+    pause: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl Writer {
@@ -881,22 +882,29 @@ impl Writer {
     }
 
     /// The next piece of the body: `None` at the end.
-    async fn next_frame(&mut self) -> Option<Result<Bytes, io::Error>> {
+    fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        if let Some(pause) = self.pause.as_mut() {
+            // hyper polls again right after a hand-off, and the next token is often
+            // waiting: preparing it now would hold up every stream behind this one in
+            // the step. `yield_now` resumes once the worker has run what is queued
+            // (waking ourselves instead would make the connection's task yield too).
+            ready!(pause.as_mut().poll(cx));
+            self.pause = None;
+        }
         loop {
             if let Some(&(step, due, _)) = self.frames.front() {
                 // Prepared ahead: wait for the engine to release the step, then for
-                // the due instant itself (yielding: a timer would add a millisecond).
-                while *self.released.borrow_and_update() < step {
-                    if self.released.changed().await.is_err() {
-                        break;
-                    }
-                }
-                while Instant::now() < due {
-                    tokio::task::yield_now().await;
+                // the due instant itself (released steps are due already; this only
+                // guards the invariant, by yielding: a timer would add a millisecond).
+                ready!(self.state.engine.released().poll_released(step, cx));
+                if Instant::now() < due {
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
                 }
                 let (_, _, frame) = self.frames.pop_front().expect("a front frame");
+                self.pause = Some(Box::pin(tokio::task::yield_now()));
                 let written_us = self.state.truth.now_us();
-                return Some(match frame {
+                return Poll::Ready(Some(match frame {
                     Frame::Data(bytes, tokens) => {
                         for i in tokens {
                             self.truth.tokens[i].written_us = Some(written_us);
@@ -904,14 +912,14 @@ impl Writer {
                         Ok(bytes)
                     }
                     Frame::Abort => Err(io::Error::other("simulated cut")),
-                });
+                }));
             }
             if self.ended {
                 self.commit();
-                return None;
+                return Poll::Ready(None);
             }
             let next = match self.rx.as_mut() {
-                Some(rx) => rx.recv().await,
+                Some(rx) => ready!(rx.poll_recv(cx)),
                 None => None,
             };
             match next {
@@ -920,6 +928,22 @@ impl Writer {
                 None => self.finish_normally(),
             }
         }
+    }
+}
+
+/// The streamed body itself: polled by hyper in place, so the writer's state is
+/// never moved (a stream built with `unfold` moved it twice per event).
+impl http_body::Body for Writer {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<io::Result<http_body::Frame<Bytes>>>> {
+        self.get_mut()
+            .poll_next_frame(cx)
+            .map(|frame| frame.map(|data| data.map(http_body::Frame::data)))
     }
 }
 
@@ -966,13 +990,11 @@ fn stream_response(
     truth.headers_us = Some(state.truth.now_us());
     let seed = truth.id;
     let response_id = plan.response_id.clone();
-    let released = state.engine.released();
     let mut writer = Writer {
         state,
         truth,
         step: 0,
         due: Instant::now(),
-        released,
         rx: Some(rx),
         answer: TokenText::answer(seed),
         reasoning: TokenText::reasoning(),
@@ -982,6 +1004,7 @@ fn stream_response(
         group_is_reasoning: false,
         ended: false,
         committed: false,
+        pause: None,
         plan,
     };
     if writer.plan.endpoint == Endpoint::Chat {
@@ -991,15 +1014,12 @@ fn stream_response(
             .chunk(json!({"role": "assistant", "content": ""}), None);
         writer.push_event(role.to_string(), Vec::new());
     }
-    let body = futures_util::stream::unfold(writer, |mut writer| async move {
-        writer.next_frame().await.map(|item| (item, writer))
-    });
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")
         .header(header::CACHE_CONTROL, "no-cache")
         .header("x-request-id", response_id)
-        .body(Body::from_stream(body))
+        .body(Body::new(writer))
         .expect("a valid response")
 }
 
@@ -1034,12 +1054,7 @@ async fn whole_response(
         }
     }
     if let Some((step, due)) = last_step {
-        let mut released = state.engine.released();
-        while *released.borrow_and_update() < step {
-            if released.changed().await.is_err() {
-                break;
-            }
-        }
+        state.engine.released().wait_for(step).await;
         while Instant::now() < due {
             tokio::task::yield_now().await;
         }

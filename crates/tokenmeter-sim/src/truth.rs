@@ -3,8 +3,10 @@
 //! JSON at `GET /v1/sim/truth`; `DELETE /v1/sim/truth` clears it.
 //!
 //! Times are µs since the simulator started. "Written" is when the response body
-//! handed the event to the HTTP connection (hyper writes it at once; a client that
-//! reads slowly makes later writes wait, which is then visible as lateness).
+//! handed the event to its HTTP connection, never before it was due. The connection
+//! writes a step's events together right after the last of them is handed over (see
+//! `connection`); a client that reads slowly makes later writes wait, which is then
+//! visible as lateness.
 
 use std::{collections::VecDeque, sync::Mutex, time::Instant};
 
