@@ -30,11 +30,13 @@
 //!
 //! At the start of a step the engine sends the dispatcher every running sequence's
 //! token (its number and due instant), which the dispatcher forwards at once, so each
-//! writer prepares its event's bytes during the step. [`RELEASE_LEAD`] before the
-//! step's end the engine wakes the dispatcher again; the dispatcher keeps its worker
-//! awake (yielding) until the due instant and then *releases* the step
-//! ([`Released`]), and every writer hands what it prepared to its connection. If the
-//! runtime falls behind, tokens are released late and the truth record shows it.
+//! writer prepares its event's bytes during the step. [`HAND_OFF_LEAD`] before the
+//! step's end the dispatcher *prepares* the step: writers hand their events to their
+//! connections, which hold them (see `connection::Gate`). [`RELEASE_LEAD`] before
+//! the end the engine wakes the dispatcher again; it keeps its worker awake
+//! (yielding) until the due instant and then *releases* the step ([`Released`]):
+//! every connection holding it writes, once. If the runtime falls behind, tokens
+//! are written late and the truth record shows it.
 
 use std::{
     collections::VecDeque,
@@ -134,7 +136,7 @@ impl Engine {
     }
 
     /// The steps whose end has come: their tokens may be written.
-    pub fn released(&self) -> &Released {
+    pub fn released(&self) -> &Arc<Released> {
         &self.released
     }
 
@@ -155,6 +157,8 @@ impl Engine {
 enum ToDispatcher {
     /// A step has started: hand each sequence its token.
     Tokens(Vec<(UnboundedSender<TokenDue>, TokenDue)>),
+    /// The step's end is [`HAND_OFF_LEAD`] away: writers may hand its events over.
+    Prepare { step: u64 },
     /// The step's end is [`RELEASE_LEAD`] away: release it at `due`.
     Release { step: u64, due: Instant },
 }
@@ -173,6 +177,7 @@ async fn dispatch(
                     let _ = writer.send(token);
                 }
             }
+            ToDispatcher::Prepare { step } => released.prepare(step),
             ToDispatcher::Release { step, due } => {
                 // Yield rather than sleep: a timer would wake a millisecond late, and
                 // yielding keeps this worker awake and the writers' wake-ups local.
@@ -188,12 +193,15 @@ async fn dispatch(
     }
 }
 
-/// The last step whose end has come, and the writers waiting for a later one.
+/// How far the steps have come: the last step whose events may be handed to the
+/// connections (*prepared*), the last whose end has come (*released*: its events
+/// may be written), and the tasks waiting for either.
 ///
 /// A watch channel did this before; this is the same idea without its per-waiter
 /// bookkeeping, which cost ≈ 0.7 µs a waiter at the instant that matters most.
 #[derive(Default)]
 pub struct Released {
+    prepared: AtomicU64,
     step: AtomicU64,
     waiting: Mutex<Vec<Waker>>,
 }
@@ -204,19 +212,20 @@ impl Released {
         self.step.load(Ordering::Acquire)
     }
 
-    /// Ready once `step` has been released; otherwise wakes the task when the next
-    /// step is (which may still be too early: poll again).
+    /// The last prepared step (released steps are prepared too).
+    pub fn prepared(&self) -> u64 {
+        self.prepared.load(Ordering::Acquire)
+    }
+
+    /// Ready once `step` has been released; otherwise wakes the task at the next
+    /// change (which may still be too early: poll again).
     pub fn poll_released(&self, step: u64, cx: &mut Context<'_>) -> Poll<()> {
-        if self.step() >= step {
-            return Poll::Ready(());
-        }
-        let mut waiting = self.waiting.lock().expect("release lock");
-        // Checked again under the lock: a release in between has already taken the list.
-        if self.step() >= step {
-            return Poll::Ready(());
-        }
-        waiting.push(cx.waker().clone());
-        Poll::Pending
+        self.poll_until(|| self.step() >= step, cx)
+    }
+
+    /// Ready once `step` has been prepared.
+    pub fn poll_prepared(&self, step: u64, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_until(|| self.prepared() >= step, cx)
     }
 
     /// Waits until `step` has been released.
@@ -224,8 +233,31 @@ impl Released {
         std::future::poll_fn(|cx| self.poll_released(step, cx)).await;
     }
 
+    fn poll_until(&self, reached: impl Fn() -> bool, cx: &mut Context<'_>) -> Poll<()> {
+        if reached() {
+            return Poll::Ready(());
+        }
+        let mut waiting = self.waiting.lock().expect("release lock");
+        // Checked again under the lock: a change in between has already taken the list.
+        if reached() {
+            return Poll::Ready(());
+        }
+        waiting.push(cx.waker().clone());
+        Poll::Pending
+    }
+
+    fn prepare(&self, step: u64) {
+        self.prepared.fetch_max(step, Ordering::AcqRel);
+        self.wake_all();
+    }
+
     fn release(&self, step: u64) {
+        self.prepared.fetch_max(step, Ordering::AcqRel);
         self.step.store(step, Ordering::Release);
+        self.wake_all();
+    }
+
+    fn wake_all(&self) {
         let waiting = mem::take(&mut *self.waiting.lock().expect("release lock"));
         for waker in waiting {
             waker.wake();
@@ -313,6 +345,10 @@ fn run(
         if dispatcher.send(ToDispatcher::Tokens(tokens)).is_err() {
             return; // The runtime is gone.
         }
+        sleep_until(step_end.checked_sub(HAND_OFF_LEAD).unwrap_or(step_end));
+        if dispatcher.send(ToDispatcher::Prepare { step }).is_err() {
+            return;
+        }
         sleep_until(step_end.checked_sub(RELEASE_LEAD).unwrap_or(step_end));
         if dispatcher.send(release).is_err() {
             return;
@@ -321,10 +357,16 @@ fn run(
     }
 }
 
+/// How long before a step's end its writers hand their events to their connections,
+/// which hold them until the step is released (see `connection::Gate`). It covers
+/// a thousand hand-offs on two busy cores (≈ 2 µs each); a connection holding a step
+/// writes nothing else meanwhile, so a new response's headers can wait this long.
+pub const HAND_OFF_LEAD: Duration = Duration::from_millis(6);
+
 /// How long before a step's end the engine wakes the dispatcher, which then waits
 /// for the exact instant on its own. It covers the wake-up of a parked runtime
 /// worker (p99 ≈ 200 µs measured here) and the engine thread's own late wake-up.
-pub const RELEASE_LEAD: Duration = Duration::from_micros(500);
+pub const RELEASE_LEAD: Duration = Duration::from_micros(1000);
 
 /// Sleeps until `deadline` with the OS's precision (tens of µs on Linux).
 fn sleep_until(deadline: Instant) {

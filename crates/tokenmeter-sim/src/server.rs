@@ -3,7 +3,6 @@
 
 use std::{
     collections::VecDeque,
-    future::Future,
     io,
     net::SocketAddr,
     pin::Pin,
@@ -17,7 +16,7 @@ use std::{
 
 use axum::{
     body::Body,
-    extract::{Query, Request, State},
+    extract::{Extension, Query, Request, State},
     http::{header, HeaderMap, HeaderValue, Method, StatusCode},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -33,10 +32,11 @@ use tokio::{
     sync::{mpsc::UnboundedReceiver, oneshot},
     task::JoinHandle,
 };
+use tower::ServiceExt;
 
 use crate::{
     config::SimConfig,
-    connection,
+    connection::{self, Gate, GatedIo, WrittenSlots},
     engine::{Engine, Job, TokenDue},
     fault::{Fault, Faults},
     text::{estimate_tokens, TokenText},
@@ -111,7 +111,15 @@ impl SimServer {
                 };
                 // Tokens must leave as soon as they are written.
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
+                // Each connection's writers and socket share a gate (see `connection`).
+                let gate = Gate::new(state.engine.released().clone(), state.truth.clone());
+                let service = TowerToHyperService::new(router.clone().map_request({
+                    let gate = gate.clone();
+                    move |mut request: hyper::Request<hyper::body::Incoming>| {
+                        request.extensions_mut().insert(gate.clone());
+                        request
+                    }
+                }));
                 let tls = tls.clone();
                 tokio::spawn(connection::drive(move |executor| async move {
                     let mut builder = auto::Builder::new(executor);
@@ -124,14 +132,17 @@ impl SimServer {
                         Some(acceptor) => match acceptor.accept(stream).await {
                             Ok(tls_stream) => {
                                 builder
-                                    .serve_connection(TokioIo::new(tls_stream), service)
+                                    .serve_connection(
+                                        TokioIo::new(GatedIo::new(tls_stream, gate)),
+                                        service,
+                                    )
                                     .await
                             }
                             Err(_) => return,
                         },
                         None => {
                             builder
-                                .serve_connection(TokioIo::new(stream), service)
+                                .serve_connection(TokioIo::new(GatedIo::new(stream, gate)), service)
                                 .await
                         }
                     };
@@ -298,18 +309,20 @@ enum Endpoint {
 
 async fn chat_completions(
     State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(state, Endpoint::Chat, headers, body).await
+    handle(state, gate, Endpoint::Chat, headers, body).await
 }
 
 async fn completions(
     State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(state, Endpoint::Completions, headers, body).await
+    handle(state, gate, Endpoint::Completions, headers, body).await
 }
 
 /// What a request asked for.
@@ -380,6 +393,7 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
 
 async fn handle(
     state: Arc<AppState>,
+    gate: Arc<Gate>,
     endpoint: Endpoint,
     headers: HeaderMap,
     body: Bytes,
@@ -575,7 +589,7 @@ async fn handle(
         faults,
     };
     if ask.stream {
-        stream_response(state, plan, truth, rx)
+        stream_response(state, gate, plan, truth, rx)
     } else {
         whole_response(state, plan, truth, rx).await
     }
@@ -693,20 +707,20 @@ struct Writer {
     rx: Option<UnboundedReceiver<TokenDue>>,
     answer: TokenText,
     reasoning: TokenText,
-    /// Frames ready to write, each with the engine step that must be released first
-    /// and the instant before which it must not be written.
-    frames: VecDeque<(u64, Instant, Frame)>,
-    /// The step of the token being handled (0 before the first token), and its due instant.
+    /// Frames ready to hand over, each with the engine step it belongs to: handed
+    /// over once the step is prepared, written once it is released.
+    frames: VecDeque<(u64, Frame)>,
+    /// The step of the token being handled (0 before the first token).
     step: u64,
-    due: Instant,
     /// Tokens waiting to be grouped into one event (`multi-token`).
     group: Vec<usize>,
     group_text: String,
     group_is_reasoning: bool,
     ended: bool,
     committed: bool,
-    /// After a hand-off: let the other streams of the step go first.
-    pause: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The connection's write gate, and when it wrote each token.
+    gate: Arc<Gate>,
+    written: Arc<WrittenSlots>,
 }
 
 impl Writer {
@@ -717,28 +731,23 @@ impl Writer {
                 let completes = if is_last { tokens.clone() } else { Vec::new() };
                 self.frames.push_back((
                     self.step,
-                    self.due,
                     Frame::Data(Bytes::copy_from_slice(piece), completes),
                 ));
             }
         } else {
             self.frames
-                .push_back((self.step, self.due, Frame::Data(Bytes::from(bytes), tokens)));
+                .push_back((self.step, Frame::Data(Bytes::from(bytes), tokens)));
         }
     }
 
     fn push_raw(&mut self, text: String) {
-        self.frames.push_back((
-            self.step,
-            self.due,
-            Frame::Data(Bytes::from(text), Vec::new()),
-        ));
+        self.frames
+            .push_back((self.step, Frame::Data(Bytes::from(text), Vec::new())));
     }
 
     fn on_token(&mut self, due: TokenDue) {
         let index = self.truth.tokens.len();
         self.step = due.step;
-        self.due = due.due;
         self.truth
             .admitted_us
             .get_or_insert(self.state.truth.us(due.admitted));
@@ -746,7 +755,7 @@ impl Writer {
         if index == half && half > 0 {
             if self.plan.faults.has(Fault::Cut) {
                 self.flush_group();
-                self.frames.push_back((self.step, self.due, Frame::Abort));
+                self.frames.push_back((self.step, Frame::Abort));
                 self.end(Outcome::Faulted);
                 return;
             }
@@ -854,6 +863,9 @@ impl Writer {
     fn commit(&mut self) {
         if !self.committed {
             self.committed = true;
+            for (index, token) in self.truth.tokens.iter_mut().enumerate() {
+                token.written_us = self.written.get(index);
+            }
             self.truth.ended_us = self.state.truth.now_us();
             self.state.truth.push(std::mem::replace(
                 &mut self.truth,
@@ -882,39 +894,37 @@ impl Writer {
     }
 
     /// The next piece of the body: `None` at the end.
+    ///
+    /// Events are handed to the connection once their step is *prepared*, shortly
+    /// before it is due, and the connection's [`Gate`] writes them once it is
+    /// released: at the step's end only the connections have work left to do.
     fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
-        if let Some(pause) = self.pause.as_mut() {
-            // hyper polls again right after a hand-off, and the next token is often
-            // waiting: preparing it now would hold up every stream behind this one in
-            // the step. `yield_now` resumes once the worker has run what is queued
-            // (waking ourselves instead would make the connection's task yield too).
-            ready!(pause.as_mut().poll(cx));
-            self.pause = None;
-        }
         loop {
-            if let Some(&(step, due, _)) = self.frames.front() {
-                // Prepared ahead: wait for the engine to release the step, then for
-                // the due instant itself (released steps are due already; this only
-                // guards the invariant, by yielding: a timer would add a millisecond).
-                ready!(self.state.engine.released().poll_released(step, cx));
-                if Instant::now() < due {
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+            if let Some((step, frame)) = self.frames.front() {
+                let step = *step;
+                let released = self.state.engine.released();
+                if let Frame::Abort = frame {
+                    // Cut only after the step's end and once what came before is out.
+                    ready!(released.poll_released(step, cx));
+                    ready!(self
+                        .gate
+                        .poll_written(&self.written, self.truth.tokens.len(), cx));
+                    self.frames.pop_front();
+                    return Poll::Ready(Some(Err(io::Error::other("simulated cut"))));
                 }
-                let (_, _, frame) = self.frames.pop_front().expect("a front frame");
-                self.pause = Some(Box::pin(tokio::task::yield_now()));
-                let written_us = self.state.truth.now_us();
-                return Poll::Ready(Some(match frame {
-                    Frame::Data(bytes, tokens) => {
-                        for i in tokens {
-                            self.truth.tokens[i].written_us = Some(written_us);
-                        }
-                        Ok(bytes)
-                    }
-                    Frame::Abort => Err(io::Error::other("simulated cut")),
-                }));
+                ready!(released.poll_prepared(step, cx));
+                let Some((_, Frame::Data(bytes, tokens))) = self.frames.pop_front() else {
+                    unreachable!("the front frame is data");
+                };
+                self.gate.hold(step, &self.written, tokens);
+                return Poll::Ready(Some(Ok(bytes)));
             }
             if self.ended {
+                // The stream ends once its last events are written, so that the truth
+                // it commits is whole.
+                ready!(self
+                    .gate
+                    .poll_written(&self.written, self.truth.tokens.len(), cx));
                 self.commit();
                 return Poll::Ready(None);
             }
@@ -983,6 +993,7 @@ fn split_inside_chars(bytes: &[u8]) -> Vec<(&[u8], bool)> {
 
 fn stream_response(
     state: Arc<AppState>,
+    gate: Arc<Gate>,
     plan: StreamPlan,
     mut truth: RequestTruth,
     rx: UnboundedReceiver<TokenDue>,
@@ -994,7 +1005,6 @@ fn stream_response(
         state,
         truth,
         step: 0,
-        due: Instant::now(),
         rx: Some(rx),
         answer: TokenText::answer(seed),
         reasoning: TokenText::reasoning(),
@@ -1004,7 +1014,8 @@ fn stream_response(
         group_is_reasoning: false,
         ended: false,
         committed: false,
-        pause: None,
+        gate,
+        written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
         plan,
     };
     if writer.plan.endpoint == Endpoint::Chat {

@@ -2,11 +2,12 @@
 //! when each token was due and when it was written, and how it ended. Served as
 //! JSON at `GET /v1/sim/truth`; `DELETE /v1/sim/truth` clears it.
 //!
-//! Times are µs since the simulator started. "Written" is when the response body
-//! handed the event to its HTTP connection, never before it was due. The connection
-//! writes a step's events together right after the last of them is handed over (see
-//! `connection`); a client that reads slowly makes later writes wait, which is then
-//! visible as lateness.
+//! Times are µs since the simulator started. "Written" is when the connection
+//! started the socket write that carried the token, never before it was due (see
+//! `connection::Gate`); a client that reads slowly makes later writes wait, which is
+//! then visible as lateness. "Headers" is when the handler produced the response
+//! head; it leaves with the connection's next write, which may wait behind a step
+//! being held (up to `engine::HAND_OFF_LEAD`).
 
 use std::{collections::VecDeque, sync::Mutex, time::Instant};
 
