@@ -4,16 +4,18 @@
 //!
 //! The simulator runs on its own runtime (two workers, as `tokenmeter-sim` does);
 //! the client runs on another runtime in the same process, as a browser would in
-//! another process: over h2c (HTTP/2 without TLS, 100 streams per connection),
-//! reading every frame, on the same two cores. The figures include the cost of that
-//! client competing for the CPU.
+//! another process: over h2c (HTTP/2 without TLS), reading every frame, on the same
+//! two cores. The figures include the cost of that client competing for the CPU.
+//! By default all streams share one connection, as a browser's requests to one
+//! origin do; `--per-connection N` spreads them (N streams per connection).
 //!
-//! Two lateness figures per level: *written* (the truth record: when the simulator
-//! handed each token to its connection, minus when it was due) and *arrived* (when
-//! the client read it, on the same clock, minus due), which adds the socket, the
+//! Two lateness figures per level: *written* (the truth record: when the socket write
+//! carrying each token started, minus when it was due) and *arrived* (when the
+//! client read it, on the same clock, minus due), which adds the socket, the
 //! client's HTTP/2 decoding and its own scheduling on the shared cores.
 //!
-//! Usage: `cargo xtask bench sim [STREAMS ...]` (default 100 500 1000).
+//! Usage: `cargo xtask bench sim [STREAMS ...] [--per-connection N]`
+//! (default 100 500 1000, one connection).
 
 use std::{
     collections::HashMap,
@@ -27,17 +29,26 @@ use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokenmeter_sim::{engine::EngineParams, SimConfig, SimServer};
 
-const STREAMS_PER_CONNECTION: usize = 100;
 /// One token per stream every 20 ms: 50 events/s per stream.
 const STEP_MS: f64 = 20.0;
 /// Tokens per stream: a 5-second run at 20 ms per step.
 const TOKENS: u64 = 250;
 
 fn main() {
-    let levels: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let mut levels: Vec<usize> = Vec::new();
+    let mut per_connection = usize::MAX;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--per-connection" {
+            per_connection = args
+                .next()
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .expect("--per-connection takes a number of streams");
+        } else {
+            levels.push(arg.parse().expect("a number of streams"));
+        }
+    }
     let levels = if levels.is_empty() {
         vec![100, 500, 1000]
     } else {
@@ -52,6 +63,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    match per_connection {
+        usize::MAX => println!("HTTP/2 (h2c), all streams on one connection"),
+        n => println!("HTTP/2 (h2c), {n} streams per connection"),
+    }
     println!(
         "{:>8} {:>10} {:>10} {:>11} {:>10} {:>10} {:>11} {:>10} {:>10} {:>7}",
         "streams",
@@ -67,14 +82,14 @@ fn main() {
     );
     for n_streams in levels {
         let sim = server_runtime.block_on(start_sim(n_streams));
-        client_runtime.block_on(run_level(&sim, n_streams));
+        client_runtime.block_on(run_level(&sim, n_streams, per_connection));
         server_runtime.block_on(async move {
             sim.shutdown().await;
             tokio::time::sleep(Duration::from_millis(200)).await;
         });
     }
     println!(
-        "written = handed to the connection − due, per token, from the simulator's truth record"
+        "written = the socket write carrying the token started − due, per token, from the simulator's truth record"
     );
     println!("arrived = read by the client (same clock) − due: adds the socket, h2 decoding and the client's own scheduling");
 }
@@ -100,7 +115,7 @@ async fn start_sim(n_streams: usize) -> SimServer {
         .expect("the simulator starts")
 }
 
-async fn run_level(sim: &SimServer, n_streams: usize) {
+async fn run_level(sim: &SimServer, n_streams: usize, per_connection: usize) {
     let body = serde_json::json!({
         "model": "tokenmeter-sim",
         "messages": [{"role": "user", "content": "bench"}],
@@ -109,7 +124,7 @@ async fn run_level(sim: &SimServer, n_streams: usize) {
     })
     .to_string();
 
-    let n_connections = n_streams.div_ceil(STREAMS_PER_CONNECTION);
+    let n_connections = n_streams.div_ceil(per_connection);
     let mut senders = Vec::new();
     for _ in 0..n_connections {
         let tcp = tokio::net::TcpStream::connect(sim.addr).await.unwrap();
