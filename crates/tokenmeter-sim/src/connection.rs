@@ -116,10 +116,10 @@ struct Stamp {
 /// While a connection holds a step nothing else is written on it either (a new
 /// response's headers wait with it); the gate never holds a step already released.
 ///
-/// "Written" is when the first flush after the release completed: the write that
-/// carries the step's events (a large step may need a few more writes in the same
-/// poll). An HTTP/2 stream out of flow-control window is the exception: its events
-/// stay queued in h2 and leave later than recorded (the simulator grants a 1 MB window).
+/// "Written" is when the socket write that carried the event started (the one that
+/// emptied the buffer holding it, if the socket took it in pieces). An HTTP/2 stream
+/// out of flow-control window is the exception: its events stay queued in h2 and
+/// leave later than recorded (the simulator grants a 1 MB window).
 ///
 /// [`HAND_OFF_LEAD`]: crate::engine::HAND_OFF_LEAD
 pub struct Gate {
