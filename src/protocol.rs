@@ -51,6 +51,10 @@ pub struct Progress {
     pub n_warmup_done: u32,
     pub n_warmup: u32,
     pub levels: Vec<LevelProgress>,
+    /// Warnings from what has been measured so far: a level above six that the
+    /// browser sends over HTTP/1.1 (its requests wait in the browser's queue).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// One level of the live view.

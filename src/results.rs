@@ -91,12 +91,24 @@ fn LiveView(progress: Option<Progress>) -> impl IntoView {
             progress.n_warmup_done, progress.n_warmup
         )
     });
+    let notes = (!progress.notes.is_empty()).then(|| {
+        view! {
+            <ul class="callout warn" data-testid="live-notes">
+                {progress
+                    .notes
+                    .into_iter()
+                    .map(|note| view! { <li data-testid="live-note">{note}</li> })
+                    .collect_view()}
+            </ul>
+        }
+    });
     view! {
         <div class="live" data-testid="live">
             <p class="muted">
                 {warmup}
                 {format!("elapsed {:.1} s", progress.elapsed_ms / 1e3)}
             </p>
+            {notes}
             <table class="grid">
                 <thead>
                     <tr>

@@ -18,7 +18,7 @@ use futures_util::{future::join_all, StreamExt};
 use tokenmeter_core::{
     plan::{arrival_offsets_ms, AuthStyle, LoadMode, Plan},
     record::{RecordOptions, RequestRecord, RequestStart},
-    report::{Environment, RunDocument, RunStatus},
+    report::{browser_queue_notes, Environment, RunDocument, RunStatus},
     stream::request_body,
     summary::LevelStats,
 };
@@ -135,6 +135,7 @@ impl Shared {
         progress.elapsed_ms = self.clock.now_ms();
         let live = self.live.borrow();
         let started = self.level_started_ms.borrow();
+        let mut summaries = Vec::with_capacity(progress.levels.len());
         for (i, level) in progress.levels.iter_mut().enumerate() {
             let summary = live[i].summary(&plan.slo);
             level.ttft_p50_ms = summary.ttft_ms.map(|d| d.p50);
@@ -143,7 +144,11 @@ impl Shared {
             if level.state == LevelState::Running {
                 level.elapsed_ms = progress.elapsed_ms - started[i];
             }
+            summaries.push(summary);
         }
+        // The same words the finished run's environment notes will have, as soon as
+        // a level's first requests show the protocol: no need to wait for the end.
+        progress.notes = browser_queue_notes(&summaries);
         progress
     }
 }
