@@ -15,7 +15,7 @@ use crate::{
     run::{Phase, RunHandle},
 };
 
-use tokenmeter_core::report::HTTP1_CONNECTIONS_PER_HOST;
+use tokenmeter_core::browser::HTTP1_CONNECTIONS_PER_HOST;
 
 /// The form's fields, as typed.
 #[derive(Clone, Copy)]

@@ -10,6 +10,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    browser::HTTP1_CONNECTIONS_PER_HOST,
     error::{ErrorKind, Lang},
     plan::Plan,
     record::RequestRecord,
@@ -20,10 +21,6 @@ use crate::{
 
 /// The run document version this crate writes.
 pub const RUN_SCHEMA: u32 = 1;
-
-/// Browsers open at most this many HTTP/1.1 connections to one host; more
-/// concurrent requests wait inside the browser.
-pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,19 +17,14 @@ use std::{collections::BTreeMap, ops::AddAssign};
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    browser::{HTTP1_CONNECTIONS_PER_HOST, SLOW_SEND_US},
     error::ErrorKind,
     plan::Slo,
     record::{RequestRecord, TokenSource},
-    report::HTTP1_CONNECTIONS_PER_HOST,
     stats::Distribution,
 };
 
 const US_PER_S: f64 = 1e6;
-/// Browser wait on an open connection, with no browser queue in front, from which a
-/// request counts as a slow send (a CORS preflight costs a round trip). Handing a
-/// request from a worker to the browser's network stack alone takes a few ms on a
-/// busy machine, hence the margin.
-pub const SLOW_SEND_US: u64 = 10_000;
 const US_PER_MS: f64 = 1e3;
 
 /// The per-request figures of one successful request that summaries need.
