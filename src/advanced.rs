@@ -9,6 +9,8 @@ use tokenmeter_core::{
     stream::EndpointKind,
 };
 
+use crate::config::Field;
+
 /// Header names that carry a key: they belong in the key field, which is never saved.
 const KEY_HEADERS: [&str; 4] = [
     "authorization",
@@ -232,25 +234,6 @@ impl Default for Advanced {
 #[component]
 pub fn AdvancedFields(advanced: Advanced, running: Signal<bool>) -> impl IntoView {
     let a = advanced;
-    let text = move |label: &'static str,
-                     testid: &'static str,
-                     value: RwSignal<String>,
-                     hint: &'static str| {
-        view! {
-            <label class="field">
-                <span class="field-label">{label}</span>
-                <input
-                    data-testid=testid
-                    type="text"
-                    spellcheck="false"
-                    prop:value=value
-                    prop:disabled=running
-                    on:input=move |ev| value.set(event_target_value(&ev))
-                />
-                {(!hint.is_empty()).then(|| view! { <p class="field-note">{hint}</p> })}
-            </label>
-        }
-    };
     let select = move |label: &'static str,
                        testid: &'static str,
                        value: RwSignal<String>,
@@ -294,8 +277,8 @@ pub fn AdvancedFields(advanced: Advanced, running: Signal<bool>) -> impl IntoVie
                 {select("Send the key as", "auth", a.auth, &[("bearer", "Authorization: Bearer"), ("api_key_header", "api-key header")])}
             </div>
             <div class="field-row">
-                {text("Temperature", "temperature", a.temperature, "")}
-                {text("Prompt of N tokens", "prompt-tokens", a.prompt_tokens, "")}
+                <Field label="Temperature" testid="temperature" value=a.temperature disabled=running />
+                <Field label="Prompt of N tokens" testid="prompt-tokens" value=a.prompt_tokens disabled=running />
             </div>
             {check("Ask for usage (stream_options.include_usage); turn off for servers that reject it", "include-usage", a.include_usage)}
             <label class="field">
@@ -328,16 +311,16 @@ pub fn AdvancedFields(advanced: Advanced, running: Signal<bool>) -> impl IntoVie
             ])}
             <Show when=move || a.load_mode.get() == "arrivals">
                 <div class="field-row">
-                    {text("Arrivals per second", "rate", a.rate_rps, "Requests per level is the number sent.")}
+                    <Field label="Arrivals per second" testid="rate" value=a.rate_rps disabled=running hint="Requests per level is the number sent." />
                     {check("Poisson arrivals", "poisson", a.poisson)}
                 </div>
             </Show>
             <Show when=move || a.load_mode.get() == "duration">
-                {text("Duration (s)", "duration", a.duration_s, "At the first concurrency level.")}
+                <Field label="Duration (s)" testid="duration" value=a.duration_s disabled=running hint="At the first concurrency level." />
             </Show>
             <div class="field-row">
-                {text("SLO: p95 TTFT ≤ ms", "slo-ttft", a.slo_ttft_ms, "")}
-                {text("SLO: p95 TPOT ≤ ms", "slo-tpot", a.slo_tpot_ms, "")}
+                <Field label="SLO: p95 TTFT ≤ ms" testid="slo-ttft" value=a.slo_ttft_ms disabled=running />
+                <Field label="SLO: p95 TPOT ≤ ms" testid="slo-tpot" value=a.slo_tpot_ms disabled=running />
             </div>
         </details>
     }

@@ -134,9 +134,10 @@ impl Form {
     }
 }
 
-/// A labelled text input bound to a signal.
+/// A labelled text input bound to a signal (the plan panel's and the advanced
+/// settings' fields).
 #[component]
-fn Field(
+pub(crate) fn Field(
     label: &'static str,
     testid: &'static str,
     value: RwSignal<String>,
