@@ -412,6 +412,29 @@ mod tests {
         record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
     };
 
+    /// A document from `records`, as the page builds it at the end of a run.
+    fn built(base_url: &str, records: Vec<RequestRecord>) -> RunDocument {
+        RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator(base_url),
+            Environment::default(),
+            records,
+        )
+    }
+
+    /// What Resource Timing said of a request that waited `wait_us` in the browser.
+    fn timing(fetch_start_us: u64, wait_us: u64, protocol: &str) -> crate::record::BrowserTiming {
+        crate::record::BrowserTiming {
+            fetch_start_us,
+            request_start_us: Some(fetch_start_us + wait_us),
+            response_start_us: None,
+            protocol: Some(protocol.into()),
+            connection_setup_us: None,
+        }
+    }
+
     fn record(id: u64, concurrency: u32, sent: u64, n_tokens: u64, gap: u64) -> RequestRecord {
         let mut b = RecordBuilder::new(
             RequestStart {
@@ -525,23 +548,12 @@ mod tests {
         let mut records = Vec::new();
         for (id, concurrency) in [(1, 8u32), (2, 4)] {
             let mut r = record(id, concurrency, 0, 3, 10_000);
-            r.browser = Some(crate::record::BrowserTiming {
-                fetch_start_us: 0,
-                request_start_us: Some(900_000),
-                response_start_us: Some(950_000),
-                protocol: Some("http/1.1".into()),
-                connection_setup_us: None,
-            });
+            let mut browser = timing(0, 900_000, "http/1.1");
+            browser.response_start_us = Some(950_000);
+            r.browser = Some(browser);
             records.push(r);
         }
-        let doc = RunDocument::build(
-            "r".into(),
-            "t".into(),
-            RunStatus::Done,
-            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
-            Environment::default(),
-            records,
-        );
+        let doc = built("http://127.0.0.1:8000/v1", records);
         assert_eq!(
             doc.environment.notes.len(),
             1,
@@ -572,23 +584,10 @@ mod tests {
             let mut r = record(id, 8, 300_000, 10, 10_000);
             r.sent_us = 0;
             r.wanted_us = 0;
-            r.browser = Some(crate::record::BrowserTiming {
-                fetch_start_us: 0,
-                request_start_us: Some(300_000),
-                response_start_us: None,
-                protocol: Some("http/1.1".into()),
-                connection_setup_us: None,
-            });
+            r.browser = Some(timing(0, 300_000, "http/1.1"));
             records.push(r);
         }
-        let doc = RunDocument::build(
-            "r".into(),
-            "t".into(),
-            RunStatus::Done,
-            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
-            Environment::default(),
-            records,
-        );
+        let doc = built("http://127.0.0.1:8000/v1", records);
         assert_eq!(doc.verdict.knee, Some(4), "{}", doc.verdict.explanation_en);
         assert!(doc
             .verdict
@@ -601,25 +600,12 @@ mod tests {
     fn repeated_slow_sends_suggest_uncached_preflights() {
         let with_wait = |id: u64, wait_us: u64, setup_us: Option<u64>| {
             let mut r = record(id, 2, 1_000_000 * id, 3, 10_000);
-            r.browser = Some(crate::record::BrowserTiming {
-                fetch_start_us: r.sent_us,
-                request_start_us: Some(r.sent_us + wait_us),
-                response_start_us: None,
-                protocol: Some("h2".into()),
-                connection_setup_us: setup_us,
-            });
+            let mut browser = timing(r.sent_us, wait_us, "h2");
+            browser.connection_setup_us = setup_us;
+            r.browser = Some(browser);
             r
         };
-        let build = |records| {
-            RunDocument::build(
-                "r".into(),
-                "t".into(),
-                RunStatus::Done,
-                Plan::default_for_simulator("https://x/v1"),
-                Environment::default(),
-                records,
-            )
-        };
+        let build = |records| built("https://x/v1", records);
         // Two requests paid 40 ms on open connections: flagged.
         let doc = build(vec![
             with_wait(1, 40_000, None),

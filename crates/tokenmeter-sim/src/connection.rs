@@ -21,13 +21,13 @@
 use std::{
     collections::VecDeque,
     future::Future,
-    io, mem,
+    io,
     pin::Pin,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Mutex,
     },
-    task::{ready, Context, Poll, Waker},
+    task::{ready, Context, Poll},
 };
 
 use futures_util::{future::BoxFuture, stream::FuturesUnordered, StreamExt};
@@ -36,7 +36,10 @@ use tokio::{
     sync::mpsc,
 };
 
-use crate::{engine::Released, truth::TruthStore};
+use crate::{
+    engine::{Released, Waiters},
+    truth::TruthStore,
+};
 
 /// The executor given to hyper for one connection: streams it spawns join the
 /// connection's task.
@@ -133,7 +136,7 @@ pub struct Gate {
     /// ever pushed before them.
     stamps: Mutex<(u64, VecDeque<Stamp>)>,
     /// Writers waiting for their stamps (at the end of a stream, or before a cut).
-    waiting: Mutex<Vec<Waker>>,
+    waiting: Waiters,
 }
 
 impl Gate {
@@ -143,7 +146,7 @@ impl Gate {
             truth,
             held: AtomicU64::new(0),
             stamps: Mutex::new((0, VecDeque::new())),
-            waiting: Mutex::new(Vec::new()),
+            waiting: Waiters::default(),
         })
     }
 
@@ -167,16 +170,8 @@ impl Gate {
         n_tokens: usize,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        let done = || (0..n_tokens).all(|i| slots.get(i).is_some());
-        if done() {
-            return Poll::Ready(());
-        }
-        let mut waiting = self.waiting.lock().expect("gate lock");
-        if done() {
-            return Poll::Ready(());
-        }
-        waiting.push(cx.waker().clone());
-        Poll::Pending
+        self.waiting
+            .poll_until(|| (0..n_tokens).all(|i| slots.get(i).is_some()), cx)
     }
 
     /// The number of stamps pushed so far: a write starting now carries their events.
@@ -203,10 +198,7 @@ impl Gate {
             }
         }
         if resolved {
-            let waiting = mem::take(&mut *self.waiting.lock().expect("gate lock"));
-            for waker in waiting {
-                waker.wake();
-            }
+            self.waiting.wake_all();
         }
     }
 }

@@ -203,7 +203,7 @@ async fn dispatch(
 pub struct Released {
     prepared: AtomicU64,
     step: AtomicU64,
-    waiting: Mutex<Vec<Waker>>,
+    waiting: Waiters,
 }
 
 impl Released {
@@ -220,12 +220,12 @@ impl Released {
     /// Ready once `step` has been released; otherwise wakes the task at the next
     /// change (which may still be too early: poll again).
     pub fn poll_released(&self, step: u64, cx: &mut Context<'_>) -> Poll<()> {
-        self.poll_until(|| self.step() >= step, cx)
+        self.waiting.poll_until(|| self.step() >= step, cx)
     }
 
     /// Ready once `step` has been prepared.
     pub fn poll_prepared(&self, step: u64, cx: &mut Context<'_>) -> Poll<()> {
-        self.poll_until(|| self.prepared() >= step, cx)
+        self.waiting.poll_until(|| self.prepared() >= step, cx)
     }
 
     /// Waits until `step` has been released.
@@ -233,11 +233,30 @@ impl Released {
         std::future::poll_fn(|cx| self.poll_released(step, cx)).await;
     }
 
-    fn poll_until(&self, reached: impl Fn() -> bool, cx: &mut Context<'_>) -> Poll<()> {
+    fn prepare(&self, step: u64) {
+        self.prepared.fetch_max(step, Ordering::AcqRel);
+        self.waiting.wake_all();
+    }
+
+    fn release(&self, step: u64) {
+        self.prepared.fetch_max(step, Ordering::AcqRel);
+        self.step.store(step, Ordering::Release);
+        self.waiting.wake_all();
+    }
+}
+
+/// Tasks waiting for a condition that another task makes true, then wakes them all.
+#[derive(Default)]
+pub struct Waiters(Mutex<Vec<Waker>>);
+
+impl Waiters {
+    /// Ready once `reached` holds; otherwise registers the task for the next
+    /// [`wake_all`](Self::wake_all) (which may still be too early: poll again).
+    pub fn poll_until(&self, reached: impl Fn() -> bool, cx: &mut Context<'_>) -> Poll<()> {
         if reached() {
             return Poll::Ready(());
         }
-        let mut waiting = self.waiting.lock().expect("release lock");
+        let mut waiting = self.0.lock().expect("waiters lock");
         // Checked again under the lock: a change in between has already taken the list.
         if reached() {
             return Poll::Ready(());
@@ -246,19 +265,9 @@ impl Released {
         Poll::Pending
     }
 
-    fn prepare(&self, step: u64) {
-        self.prepared.fetch_max(step, Ordering::AcqRel);
-        self.wake_all();
-    }
-
-    fn release(&self, step: u64) {
-        self.prepared.fetch_max(step, Ordering::AcqRel);
-        self.step.store(step, Ordering::Release);
-        self.wake_all();
-    }
-
-    fn wake_all(&self) {
-        let waiting = mem::take(&mut *self.waiting.lock().expect("release lock"));
+    /// Wakes every waiting task; call after making a condition true.
+    pub fn wake_all(&self) {
+        let waiting = mem::take(&mut *self.0.lock().expect("waiters lock"));
         for waker in waiting {
             waker.wake();
         }
@@ -480,7 +489,7 @@ mod tests {
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
         assert!(released.poll_released(1, &mut cx).is_ready());
-        assert!(released.waiting.lock().unwrap().is_empty());
+        assert!(released.waiting.0.lock().unwrap().is_empty());
     }
 
     #[test]
