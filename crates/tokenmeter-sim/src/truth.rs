@@ -64,6 +64,36 @@ pub struct RequestTruth {
 }
 
 impl RequestTruth {
+    /// A request as it was accepted, before its body is read: the handler fills in
+    /// the rest (model, faults, tokens, status, outcome) as it goes.
+    pub fn accepted(
+        id: u64,
+        response_id: String,
+        endpoint: &'static str,
+        accepted_us: u64,
+    ) -> RequestTruth {
+        RequestTruth {
+            id,
+            response_id,
+            endpoint,
+            model: String::new(),
+            stream: false,
+            faults: Vec::new(),
+            status: 200,
+            prompt_tokens: 0,
+            max_tokens: 0,
+            accepted_us,
+            admitted_us: None,
+            headers_us: None,
+            tokens: Vec::new(),
+            n_reasoning_tokens: 0,
+            n_token_events: 0,
+            text: String::new(),
+            outcome: Outcome::HttpError,
+            ended_us: 0,
+        }
+    }
+
     /// Written minus due, µs, for each written token.
     pub fn lateness_us(&self) -> impl Iterator<Item = u64> + '_ {
         self.tokens

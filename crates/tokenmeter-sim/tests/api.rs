@@ -19,14 +19,7 @@ async fn models_lists_the_served_models() {
 #[tokio::test]
 async fn chat_stream_has_the_real_wire_format() {
     let sim = start(fast_config()).await;
-    let r = send(
-        sim.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        Some(&chat_body(5, true)),
-    )
-    .await;
+    let r = post_chat(sim.addr, &[], &chat_body(5, true)).await;
     assert_eq!(r.status, 200);
     assert_eq!(
         r.header("content-type"),
@@ -86,7 +79,7 @@ async fn without_include_usage_there_is_no_usage_chunk() {
     let sim = start(fast_config()).await;
     let mut body = chat_body(3, true);
     body.as_object_mut().unwrap().remove("stream_options");
-    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    let r = post_chat(sim.addr, &[], &body).await;
     let events = r.events();
     assert_eq!(events.len(), 1 + 3 + 1 + 1);
     assert!(!r.text().contains("usage"));
@@ -114,14 +107,7 @@ async fn legacy_completions_stream_text() {
 #[tokio::test]
 async fn non_streaming_answers_with_one_json() {
     let sim = start(fast_config()).await;
-    let r = send(
-        sim.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        Some(&chat_body(6, false)),
-    )
-    .await;
+    let r = post_chat(sim.addr, &[], &chat_body(6, false)).await;
     assert_eq!(r.status, 200);
     let body = r.json();
     assert_eq!(body["object"], "chat.completion");
@@ -163,12 +149,10 @@ async fn cors_preflight_and_stream_headers() {
         .contains("POST"));
     assert_eq!(r.header("access-control-max-age"), Some("86400"));
 
-    let r = send(
+    let r = post_chat(
         sim.addr,
-        "POST",
-        "/v1/chat/completions",
         &[("origin", "http://127.0.0.1:8080")],
-        Some(&chat_body(2, true)),
+        &chat_body(2, true),
     )
     .await;
     assert_eq!(r.header("access-control-allow-origin"), Some("*"));
@@ -210,7 +194,7 @@ async fn unknown_model_and_path_are_openai_style_404s() {
     let sim = start(fast_config()).await;
     let mut body = chat_body(2, true);
     body["model"] = json!("gpt-nonexistent");
-    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    let r = post_chat(sim.addr, &[], &body).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.json()["error"]["code"], "model_not_found");
     // A base URL without /v1, the commonest mistake.
@@ -236,32 +220,23 @@ async fn unknown_model_and_path_are_openai_style_404s() {
     let mut config = fast_config();
     config.any_model = true;
     let sim = start(config).await;
-    let r = send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)).await;
+    let r = post_chat(sim.addr, &[], &body).await;
     assert_eq!(r.status, 200);
 }
 
 #[tokio::test]
 async fn bad_bodies_are_400s_that_say_why() {
     let sim = start(fast_config()).await;
-    let r = send(
-        sim.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        Some(&json!({"messages": []})),
-    )
-    .await;
+    let r = post_chat(sim.addr, &[], &json!({"messages": []})).await;
     assert_eq!(r.status, 400);
     assert!(r.json()["error"]["message"]
         .as_str()
         .unwrap()
         .contains("model"));
-    let r = send(
+    let r = post_chat(
         sim.addr,
-        "POST",
-        "/v1/chat/completions",
         &[("x-tokenmeter-fault", "explode")],
-        Some(&chat_body(1, true)),
+        &chat_body(1, true),
     )
     .await;
     assert_eq!(r.status, 400);

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{chat_body, measure, send, start};
+use common::{chat_body, measure, post_chat, start};
 use futures_util::future::join_all;
 use http_body_util::BodyExt;
 use tokenmeter_core::{
@@ -36,7 +36,7 @@ fn batch_of_4() -> SimConfig {
 async fn requests_beyond_the_batch_wait_in_the_queue() {
     let sim = start(batch_of_4()).await;
     let body = chat_body(5, true);
-    let requests = (0..8).map(|_| send(sim.addr, "POST", "/v1/chat/completions", &[], Some(&body)));
+    let requests = (0..8).map(|_| post_chat(sim.addr, &[], &body));
     let responses = join_all(requests).await;
     assert!(responses.iter().all(|r| r.status == 200));
     let truth = common::truth(sim.addr).await;
@@ -76,7 +76,7 @@ async fn throughput_bends_into_a_knee_at_the_batch_size() {
         let clients = (0..concurrency).map(|_| async {
             let mut records = Vec::new();
             for _ in 0..2 {
-                let r = common::post_chat(sim.addr, &[], &chat_body(8, true)).await;
+                let r = post_chat(sim.addr, &[], &chat_body(8, true)).await;
                 records.push(measure(&r, origin, false));
             }
             records
@@ -125,7 +125,7 @@ async fn a_client_that_leaves_frees_its_slot() {
     drop(sender);
     conn.abort();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = common::post_chat(sim.addr, &[], &chat_body(2, true)).await;
+    let r = post_chat(sim.addr, &[], &chat_body(2, true)).await;
     assert_eq!(r.status, 200);
     let truth = common::truth(sim.addr).await;
     let find = |id: u64| {
@@ -211,7 +211,7 @@ async fn no_token_arrives_before_it_is_due() {
 
     let sim = start(batch_of_4()).await;
     let body = chat_body(6, true);
-    let h1 = join_all((0..4).map(|_| common::post_chat(sim.addr, &[], &body))).await;
+    let h1 = join_all((0..4).map(|_| post_chat(sim.addr, &[], &body))).await;
     check(&sim, &h1);
 
     let mut config = batch_of_4();

@@ -5,18 +5,16 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{chat_body, fast_config, measure, send, start, Received};
+use common::{chat_body, fast_config, measure, post_chat, start, Received};
 use tokenmeter_core::{error::ErrorKind, record::RequestRecord};
 use tokenmeter_sim::SimServer;
 
 async fn with_fault(sim: &SimServer, fault: &str, max_tokens: u64) -> (Received, RequestRecord) {
     let origin = Instant::now();
-    let r = send(
+    let r = post_chat(
         sim.addr,
-        "POST",
-        "/v1/chat/completions",
         &[("x-tokenmeter-fault", fault)],
-        Some(&chat_body(max_tokens, true)),
+        &chat_body(max_tokens, true),
     )
     .await;
     let record = measure(&r, origin, true);
@@ -174,6 +172,6 @@ async fn a_global_fault_applies_to_every_request() {
     let mut config = fast_config();
     config.faults = vec![tokenmeter_sim::fault::Fault::RateLimited];
     let sim = start(config).await;
-    let r = common::post_chat(sim.addr, &[], &chat_body(2, true)).await;
+    let r = post_chat(sim.addr, &[], &chat_body(2, true)).await;
     assert_eq!(r.status, 429);
 }

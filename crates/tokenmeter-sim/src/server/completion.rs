@@ -1,0 +1,453 @@
+//! One completion request (`/v1/chat/completions`, `/v1/completions`): what it
+//! asks for, the faults and checks that answer it early with an HTTP error, and the
+//! job handed to the engine, whose tokens [`super::stream`] or [`super::whole`] turn
+//! into the answer.
+
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    extract::{Extension, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::{routes::openai_error, stream::stream_response, whole::whole_response, AppState};
+use crate::{
+    connection::Gate,
+    engine::Job,
+    fault::{Fault, Faults},
+    text::estimate_tokens,
+    truth::RequestTruth,
+};
+
+/// `Retry-After` of the `429` fault, seconds.
+const RETRY_AFTER_S: u32 = 2;
+/// `max_tokens` when a request does not say.
+const DEFAULT_MAX_TOKENS: u64 = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Endpoint {
+    Chat,
+    Completions,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "chat",
+            Endpoint::Completions => "completions",
+        }
+    }
+
+    /// The `object` of a streamed chunk.
+    pub(super) fn chunk_object(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "chat.completion.chunk",
+            Endpoint::Completions => "text_completion",
+        }
+    }
+}
+
+pub(super) async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, gate, Endpoint::Chat, headers, body).await
+}
+
+pub(super) async fn completions(
+    State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, gate, Endpoint::Completions, headers, body).await
+}
+
+/// What a request asked for.
+struct Ask {
+    model: String,
+    prompt: String,
+    max_tokens: u64,
+    stream: bool,
+    include_usage: bool,
+}
+
+fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|err| format!("the body is not valid JSON: {err}"))?;
+    let model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or("you must provide a model parameter")?
+        .to_owned();
+    let prompt = match endpoint {
+        Endpoint::Chat => {
+            let messages = value
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or("messages must be an array")?;
+            let mut text = String::new();
+            for message in messages {
+                match message.get("content") {
+                    Some(Value::String(s)) => text.push_str(s),
+                    Some(Value::Array(parts)) => {
+                        for part in parts {
+                            if let Some(s) = part.get("text").and_then(Value::as_str) {
+                                text.push_str(s);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            text
+        }
+        Endpoint::Completions => match value.get("prompt") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => return Err("prompt must be a string".into()),
+        },
+    };
+    let max_tokens = value
+        .get("max_tokens")
+        .or_else(|| value.get("max_completion_tokens"))
+        .map(|v| v.as_u64().ok_or("max_tokens must be a positive integer"))
+        .transpose()?
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    Ok(Ask {
+        model,
+        prompt,
+        max_tokens,
+        stream: value
+            .get("stream")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        include_usage: value
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+async fn handle(
+    state: Arc<AppState>,
+    gate: Arc<Gate>,
+    endpoint: Endpoint,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let accepted = Instant::now();
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+    let response_id = match endpoint {
+        Endpoint::Chat => format!("chatcmpl-{id}"),
+        Endpoint::Completions => format!("cmpl-{id}"),
+    };
+    let mut truth = RequestTruth::accepted(
+        id,
+        response_id.clone(),
+        endpoint.name(),
+        state.truth.us(accepted),
+    );
+    let answered = match admit(&state, endpoint, &headers, &body, &mut truth).await {
+        Ok(admitted) => admitted,
+        Err(response) => {
+            // Answered early: the truth records the status and when.
+            truth.status = response.status().as_u16();
+            truth.headers_us = Some(state.truth.now_us());
+            truth.ended_us = state.truth.now_us();
+            state.truth.push(truth);
+            return response;
+        }
+    };
+    let (ask, faults) = answered;
+
+    let n_tokens = if faults.has(Fault::Empty) {
+        0
+    } else {
+        ask.max_tokens.min(state.config.max_output_tokens)
+    };
+    truth.prompt_tokens = estimate_tokens(&ask.prompt);
+    truth.max_tokens = ask.max_tokens;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    if n_tokens > 0 {
+        state.engine.submit(Job {
+            prompt_tokens: truth.prompt_tokens,
+            n_tokens,
+            tokens: tx,
+        });
+    } else {
+        drop(tx);
+    }
+    let head = format!(
+        "{{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},",
+        serde_json::to_string(&response_id).expect("a string serialises"),
+        endpoint.chunk_object(),
+        state.created_unix_s,
+        serde_json::to_string(&ask.model).expect("a string serialises"),
+    );
+    let plan = StreamPlan {
+        head,
+        endpoint,
+        response_id,
+        model: ask.model,
+        created: state.created_unix_s,
+        include_usage: ask.include_usage,
+        n_tokens,
+        n_reasoning: if faults.has(Fault::Reasoning) && endpoint == Endpoint::Chat && n_tokens > 0 {
+            (n_tokens / 4).max(1)
+        } else {
+            0
+        },
+        faults,
+    };
+    if ask.stream {
+        stream_response(state, gate, plan, truth, rx)
+    } else {
+        whole_response(state, plan, truth, rx).await
+    }
+}
+
+/// Reads the request and applies every check and fault that answers before any
+/// token: a bad fault header or body (400), the key (401), the model (404), and the
+/// `429`, `500`, `502` and `hang` faults. `Err` is that early answer.
+async fn admit(
+    state: &AppState,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: &[u8],
+    truth: &mut RequestTruth,
+) -> Result<(Ask, Faults), Response> {
+    let bad_request =
+        |msg: &str| openai_error(StatusCode::BAD_REQUEST, msg, "invalid_request_error", None);
+    let mut faults = Faults(state.config.faults.clone());
+    if let Some(list) = headers.get("x-tokenmeter-fault") {
+        let more = list
+            .to_str()
+            .map_err(|e| e.to_string())
+            .and_then(Fault::parse_list)
+            .map_err(|msg| bad_request(&msg))?;
+        faults.0.extend(more);
+    }
+    truth.faults = faults.names();
+    let ask = parse_ask(endpoint, body).map_err(|msg| bad_request(&msg))?;
+    truth.model = ask.model.clone();
+    truth.stream = ask.stream;
+
+    let key_ok = state.config.api_key.as_deref().is_none_or(|key| {
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let api_key = headers.get("api-key").and_then(|v| v.to_str().ok());
+        bearer == Some(key) || api_key == Some(key)
+    });
+    if !key_ok || faults.has(Fault::Unauthorized) {
+        return Err(openai_error(
+            StatusCode::UNAUTHORIZED,
+            "Incorrect API key provided. You can find your API key in your dashboard.",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        ));
+    }
+    let model_known = state.config.any_model || state.config.models.contains(&ask.model);
+    if !model_known || faults.has(Fault::NotFound) {
+        return Err(openai_error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "The model `{}` does not exist or you do not have access to it.",
+                ask.model
+            ),
+            "invalid_request_error",
+            Some("model_not_found"),
+        ));
+    }
+    if faults.has(Fault::RateLimited) {
+        let mut response = openai_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Rate limit reached for requests. Please try again later.",
+            "requests",
+            Some("rate_limit_exceeded"),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_S));
+        return Err(response);
+    }
+    if faults.has(Fault::ServerError) {
+        return Err(openai_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The server had an error while processing your request.",
+            "server_error",
+            None,
+        ));
+    }
+    if faults.has(Fault::HtmlBadGateway) {
+        let page = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+        return Err((
+            StatusCode::BAD_GATEWAY,
+            [(header::CONTENT_TYPE, "text/html")],
+            page,
+        )
+            .into_response());
+    }
+    if faults.has(Fault::Hang) {
+        tokio::time::sleep(Duration::from_secs_f64(state.config.hang_s)).await;
+        return Err(openai_error(
+            StatusCode::GATEWAY_TIMEOUT,
+            "the simulated hang ended",
+            "server_error",
+            None,
+        ));
+    }
+    Ok((ask, faults))
+}
+
+pub(super) struct StreamPlan {
+    /// `{"id":…,"object":…,"created":…,"model":…,` of every chunk, encoded once.
+    pub(super) head: String,
+    pub(super) endpoint: Endpoint,
+    pub(super) response_id: String,
+    pub(super) model: String,
+    pub(super) created: u64,
+    pub(super) include_usage: bool,
+    pub(super) n_tokens: u64,
+    pub(super) n_reasoning: u64,
+    pub(super) faults: Faults,
+}
+
+impl StreamPlan {
+    pub(super) fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
+        let mut chunk = match self.endpoint {
+            Endpoint::Chat => json!({
+                "id": self.response_id,
+                "object": self.endpoint.chunk_object(),
+                "created": self.created,
+                "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+            }),
+            Endpoint::Completions => json!({
+                "id": self.response_id,
+                "object": self.endpoint.chunk_object(),
+                "created": self.created,
+                "model": self.model,
+                "choices": [{"index": 0, "text": delta.get("content").cloned().unwrap_or(Value::String(String::new())), "logprobs": null, "finish_reason": finish_reason}],
+            }),
+        };
+        if self.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        chunk
+    }
+
+    /// One token-bearing chunk, formatted without building a JSON tree: this runs
+    /// for every token of every stream. Equal to `chunk` with a content (or
+    /// reasoning) delta, byte for byte.
+    pub(super) fn token_chunk(&self, text: &str, reasoning: bool) -> String {
+        let text = serde_json::to_string(text).expect("a string serialises");
+        let usage = if self.include_usage {
+            ",\"usage\":null"
+        } else {
+            ""
+        };
+        match (self.endpoint, reasoning) {
+            (Endpoint::Chat, false) => format!(
+                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+            (Endpoint::Chat, true) => format!(
+                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":null,\"reasoning_content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+            (Endpoint::Completions, _) => format!(
+                "{}\"choices\":[{{\"index\":0,\"text\":{text},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
+                self.head
+            ),
+        }
+    }
+
+    pub(super) fn usage(&self, n_generated: u64, prompt_tokens: u64) -> Value {
+        let mut usage = json!({
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": n_generated,
+            "total_tokens": prompt_tokens + n_generated,
+        });
+        if self.n_reasoning > 0 {
+            usage["completion_tokens_details"] =
+                json!({"reasoning_tokens": self.n_reasoning.min(n_generated)});
+        }
+        usage
+    }
+
+    fn line_end(&self) -> &'static str {
+        if self.faults.has(Fault::Crlf) {
+            "\r\n"
+        } else {
+            "\n"
+        }
+    }
+
+    pub(super) fn event(&self, data: &str) -> String {
+        let nl = self.line_end();
+        format!("data: {data}{nl}{nl}")
+    }
+
+    pub(super) fn comment(&self, text: &str) -> String {
+        let nl = self.line_end();
+        format!(": {text}{nl}{nl}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(endpoint: Endpoint, include_usage: bool) -> StreamPlan {
+        StreamPlan {
+            head: format!(
+                "{{\"id\":\"x-1\",\"object\":\"{}\",\"created\":7,\"model\":\"m\\\"q\",",
+                if endpoint == Endpoint::Chat {
+                    "chat.completion.chunk"
+                } else {
+                    "text_completion"
+                }
+            ),
+            endpoint,
+            response_id: "x-1".into(),
+            model: "m\"q".into(),
+            created: 7,
+            include_usage,
+            n_tokens: 1,
+            n_reasoning: 0,
+            faults: Faults::default(),
+        }
+    }
+
+    #[test]
+    fn the_fast_token_chunk_equals_the_general_one() {
+        for endpoint in [Endpoint::Chat, Endpoint::Completions] {
+            for include_usage in [false, true] {
+                let plan = plan(endpoint, include_usage);
+                let text = "引号\"和\n换行";
+                assert_eq!(
+                    plan.token_chunk(text, false),
+                    plan.chunk(json!({"content": text}), None).to_string()
+                );
+                if endpoint == Endpoint::Chat {
+                    assert_eq!(
+                        plan.token_chunk(text, true),
+                        plan.chunk(json!({"content": null, "reasoning_content": text}), None)
+                            .to_string()
+                    );
+                }
+            }
+        }
+    }
+}

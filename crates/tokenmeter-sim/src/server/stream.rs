@@ -1,0 +1,382 @@
+//! The streamed body of one response: the engine's due tokens become SSE events
+//! (with the faults that change a stream on its way: cuts, error events, broken
+//! JSON, comments, grouped tokens, split characters), handed to the connection once
+//! their step is prepared and written when it is released.
+
+use std::{
+    collections::VecDeque,
+    io,
+    pin::Pin,
+    sync::Arc,
+    task::{ready, Context, Poll},
+};
+
+use axum::{
+    body::Body,
+    http::{header, StatusCode},
+    response::Response,
+};
+use bytes::Bytes;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{
+    completion::{Endpoint, StreamPlan},
+    AppState,
+};
+use crate::{
+    connection::{Gate, WrittenSlots},
+    engine::TokenDue,
+    fault::Fault,
+    text::TokenText,
+    truth::{Outcome, RequestTruth, TokenTruth},
+};
+
+/// Size of the `huge-event` fault's single event: above tokenmeter's default 1 MiB limit.
+const HUGE_EVENT_BYTES: usize = 3 << 19;
+/// Tokens per event with the `multi-token` fault.
+const TOKENS_PER_EVENT: u64 = 4;
+
+enum Frame {
+    /// Bytes, and the indices of the tokens that this piece completes.
+    Data(Bytes, Vec<usize>),
+    /// Cut the connection (the `cut` fault).
+    Abort,
+}
+
+/// The writer of one streamed response: turns due tokens into events.
+struct Writer {
+    state: Arc<AppState>,
+    plan: StreamPlan,
+    truth: RequestTruth,
+    rx: Option<UnboundedReceiver<TokenDue>>,
+    answer: TokenText,
+    reasoning: TokenText,
+    /// Frames ready to hand over, each with the engine step it belongs to: handed
+    /// over once the step is prepared, written once it is released.
+    frames: VecDeque<(u64, Frame)>,
+    /// The step of the token being handled (0 before the first token).
+    step: u64,
+    /// Tokens waiting to be grouped into one event (`multi-token`).
+    group: Vec<usize>,
+    group_text: String,
+    group_is_reasoning: bool,
+    ended: bool,
+    committed: bool,
+    /// The connection's write gate, and when it wrote each token.
+    gate: Arc<Gate>,
+    written: Arc<WrittenSlots>,
+}
+
+impl Writer {
+    fn push_event(&mut self, data: String, tokens: Vec<usize>) {
+        let bytes = self.plan.event(&data).into_bytes();
+        if self.plan.faults.has(Fault::SplitUtf8) {
+            for (piece, is_last) in split_inside_chars(&bytes) {
+                let completes = if is_last { tokens.clone() } else { Vec::new() };
+                self.frames.push_back((
+                    self.step,
+                    Frame::Data(Bytes::copy_from_slice(piece), completes),
+                ));
+            }
+        } else {
+            self.frames
+                .push_back((self.step, Frame::Data(Bytes::from(bytes), tokens)));
+        }
+    }
+
+    fn push_raw(&mut self, text: String) {
+        self.frames
+            .push_back((self.step, Frame::Data(Bytes::from(text), Vec::new())));
+    }
+
+    fn on_token(&mut self, due: TokenDue) {
+        let index = self.truth.tokens.len();
+        self.step = due.step;
+        self.truth
+            .admitted_us
+            .get_or_insert(self.state.truth.us(due.admitted));
+        let half = (self.plan.n_tokens / 2) as usize;
+        if index == half && half > 0 {
+            if self.plan.faults.has(Fault::Cut) {
+                self.flush_group();
+                self.frames.push_back((self.step, Frame::Abort));
+                self.end(Outcome::Faulted);
+                return;
+            }
+            if self.plan.faults.has(Fault::ErrorEvent) {
+                self.flush_group();
+                let error = json!({"error": {"message": "simulated engine failure: out of KV cache blocks", "type": "server_error", "param": null, "code": "engine_error"}});
+                self.push_event(error.to_string(), Vec::new());
+                self.end(Outcome::Faulted);
+                return;
+            }
+            if self.plan.faults.has(Fault::BadJson) {
+                self.flush_group();
+                let broken = format!(
+                    "{{\"id\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"坏",
+                    self.plan.response_id
+                );
+                self.push_event(broken, Vec::new());
+            }
+        }
+        self.truth.tokens.push(TokenTruth {
+            due_us: self.state.truth.us(due.due),
+            written_us: None,
+        });
+        let is_reasoning = (index as u64) < self.plan.n_reasoning;
+        if self.plan.faults.has(Fault::Comments) && index == 0 {
+            self.push_raw(self.plan.comment("OPENROUTER PROCESSING"));
+        }
+        if is_reasoning != self.group_is_reasoning {
+            self.flush_group();
+        }
+        self.group_is_reasoning = is_reasoning;
+        let text = if is_reasoning {
+            self.truth.n_reasoning_tokens += 1;
+            self.reasoning.token(index as u64)
+        } else {
+            self.answer.token(index as u64)
+        };
+        self.group.push(index);
+        self.group_text.push_str(text);
+        if index == 0 && self.plan.faults.has(Fault::HugeEvent) {
+            let filler = "数据".repeat(HUGE_EVENT_BYTES / 6);
+            self.group_text.push_str(&filler);
+        }
+        let group_size = if self.plan.faults.has(Fault::MultiToken) {
+            TOKENS_PER_EVENT
+        } else {
+            1
+        };
+        if self.group.len() as u64 >= group_size || due.last {
+            self.flush_group();
+        }
+        if self.plan.faults.has(Fault::Comments) && index % 5 == 4 {
+            self.push_raw(self.plan.comment("keep-alive"));
+        }
+        if due.last {
+            self.finish_normally();
+        }
+    }
+
+    fn flush_group(&mut self) {
+        if self.group.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.group_text);
+        let tokens = std::mem::take(&mut self.group);
+        let chunk = self.plan.token_chunk(&text, self.group_is_reasoning);
+        if !self.group_is_reasoning {
+            self.truth.text.push_str(&text);
+        }
+        self.truth.n_token_events += 1;
+        self.push_event(chunk, tokens);
+    }
+
+    fn finish_normally(&mut self) {
+        let n_generated = self.truth.tokens.len() as u64;
+        let reason = if n_generated >= self.plan.n_tokens && n_generated > 0 {
+            "length"
+        } else {
+            "stop"
+        };
+        let finish = self.plan.chunk(json!({}), Some(reason));
+        self.push_event(finish.to_string(), Vec::new());
+        if self.plan.include_usage {
+            let usage_chunk = json!({
+                "id": self.plan.response_id,
+                "object": self.plan.endpoint.chunk_object(),
+                "created": self.plan.created,
+                "model": self.plan.model,
+                "choices": [],
+                "usage": self.plan.usage(n_generated, self.truth.prompt_tokens),
+            });
+            self.push_event(usage_chunk.to_string(), Vec::new());
+        }
+        self.push_event("[DONE]".into(), Vec::new());
+        self.end(Outcome::Completed);
+    }
+
+    fn end(&mut self, outcome: Outcome) {
+        self.ended = true;
+        self.truth.outcome = outcome;
+        // Dropping the receiver tells the engine to free the slot.
+        self.rx = None;
+    }
+
+    fn commit(&mut self) {
+        if !self.committed {
+            self.committed = true;
+            for (index, token) in self.truth.tokens.iter_mut().enumerate() {
+                token.written_us = self.written.get(index);
+            }
+            self.truth.ended_us = self.state.truth.now_us();
+            let placeholder = RequestTruth::accepted(0, String::new(), "", 0);
+            self.state
+                .truth
+                .push(std::mem::replace(&mut self.truth, placeholder));
+        }
+    }
+
+    /// The next piece of the body: `None` at the end.
+    ///
+    /// Events are handed to the connection once their step is *prepared*, shortly
+    /// before it is due, and the connection's [`Gate`] writes them once it is
+    /// released: at the step's end only the connections have work left to do.
+    fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        loop {
+            if let Some((step, frame)) = self.frames.front() {
+                let step = *step;
+                let released = self.state.engine.released();
+                if let Frame::Abort = frame {
+                    // Cut only after the step's end and once what came before is out.
+                    ready!(released.poll_released(step, cx));
+                    ready!(self
+                        .gate
+                        .poll_written(&self.written, self.truth.tokens.len(), cx));
+                    self.frames.pop_front();
+                    return Poll::Ready(Some(Err(io::Error::other("simulated cut"))));
+                }
+                ready!(released.poll_prepared(step, cx));
+                let Some((_, Frame::Data(bytes, tokens))) = self.frames.pop_front() else {
+                    unreachable!("the front frame is data");
+                };
+                self.gate.hold(step, &self.written, tokens);
+                return Poll::Ready(Some(Ok(bytes)));
+            }
+            if self.ended {
+                // The stream ends once its last events are written, so that the truth
+                // it commits is whole.
+                ready!(self
+                    .gate
+                    .poll_written(&self.written, self.truth.tokens.len(), cx));
+                self.commit();
+                return Poll::Ready(None);
+            }
+            let next = match self.rx.as_mut() {
+                Some(rx) => ready!(rx.poll_recv(cx)),
+                None => None,
+            };
+            match next {
+                Some(due) => self.on_token(due),
+                // No tokens at all (the `empty` fault): a well-formed, empty answer.
+                None => self.finish_normally(),
+            }
+        }
+    }
+}
+
+/// The streamed body itself: polled by hyper in place, so the writer's state is
+/// never moved (a stream built with `unfold` moved it twice per event).
+impl http_body::Body for Writer {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<io::Result<http_body::Frame<Bytes>>>> {
+        self.get_mut()
+            .poll_next_frame(cx)
+            .map(|frame| frame.map(|data| data.map(http_body::Frame::data)))
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.committed {
+            if !self.ended {
+                self.truth.outcome = Outcome::Disconnected;
+            }
+            self.commit();
+        }
+    }
+}
+
+/// Splits an event's bytes into up to three pieces, each cut inside a multi-byte
+/// character where there is one. Returns `(piece, is_last)`.
+fn split_inside_chars(bytes: &[u8]) -> Vec<(&[u8], bool)> {
+    let continuation: Vec<usize> = (1..bytes.len())
+        .filter(|&i| bytes[i] & 0b1100_0000 == 0b1000_0000)
+        .collect();
+    let mut cuts: Vec<usize> = match continuation.len() {
+        0 => vec![bytes.len() / 2],
+        1 => vec![continuation[0]],
+        n => vec![continuation[0], continuation[n - 1]],
+    };
+    cuts.retain(|&c| c > 0 && c < bytes.len());
+    cuts.dedup();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in cuts {
+        pieces.push((&bytes[start..cut], false));
+        start = cut;
+    }
+    pieces.push((&bytes[start..], true));
+    pieces
+}
+
+pub(super) fn stream_response(
+    state: Arc<AppState>,
+    gate: Arc<Gate>,
+    plan: StreamPlan,
+    mut truth: RequestTruth,
+    rx: UnboundedReceiver<TokenDue>,
+) -> Response {
+    truth.headers_us = Some(state.truth.now_us());
+    let seed = truth.id;
+    let response_id = plan.response_id.clone();
+    let mut writer = Writer {
+        state,
+        truth,
+        step: 0,
+        rx: Some(rx),
+        answer: TokenText::answer(seed),
+        reasoning: TokenText::reasoning(),
+        frames: VecDeque::new(),
+        group: Vec::new(),
+        group_text: String::new(),
+        group_is_reasoning: false,
+        ended: false,
+        committed: false,
+        gate,
+        written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
+        plan,
+    };
+    if writer.plan.endpoint == Endpoint::Chat {
+        // Real servers open with a role-only chunk: no token, and no reason for TTFT.
+        let role = writer
+            .plan
+            .chunk(json!({"role": "assistant", "content": ""}), None);
+        writer.push_event(role.to_string(), Vec::new());
+    }
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-request-id", response_id)
+        .body(Body::new(writer))
+        .expect("a valid response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_land_inside_characters() {
+        let text = "data: {\"content\":\"你好\"}\n\n";
+        let pieces = split_inside_chars(text.as_bytes());
+        assert_eq!(pieces.len(), 3);
+        let joined: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
+        assert_eq!(joined, text.as_bytes());
+        assert!(
+            std::str::from_utf8(pieces[0].0).is_err(),
+            "the first cut is inside 你"
+        );
+        assert!(pieces[2].1 && !pieces[0].1);
+        let ascii = split_inside_chars(b"data: x\n\n");
+        assert_eq!(ascii.len(), 2);
+    }
+}
