@@ -1,17 +1,19 @@
-//! The app shell: header, the plan panel, the results area.
+//! The app shell: header, the plan panel, the results area, history; and the
+//! wiring between them (a finished run goes to history before it is shown).
 
 use leptos::prelude::*;
 use tokenmeter_core::{error::Lang, plan::Plan};
 
 use crate::{
-    config::ConfigPanel, history::HistoryPanel, results::ResultsPanel, run::RunHandle,
-    DEFAULT_BASE_URL,
+    config::ConfigPanel, history::History, history::HistoryPanel, results::ResultsPanel,
+    run::RunController, DEFAULT_BASE_URL,
 };
 
 #[component]
 pub fn App() -> impl IntoView {
     let plan = Plan::default_for_simulator(DEFAULT_BASE_URL);
-    let run = RunHandle::new();
+    let history = History::load();
+    let run = RunController::new(move |document| history.keep(document));
     let lang = RwSignal::new(Lang::En);
     view! {
         <header class="topbar">
@@ -26,8 +28,8 @@ pub fn App() -> impl IntoView {
         </header>
         <main class="layout">
             <ConfigPanel plan=plan run=run/>
-            <ResultsPanel run=run lang=lang/>
-            <HistoryPanel run=run/>
+            <ResultsPanel run=run history=history lang=lang/>
+            <HistoryPanel history=history run=run/>
         </main>
         <footer class="footer">
             <span>"Requests are sent and timed by a Web Worker, off the page's thread; statistics are computed in your browser from every sample. The API key never leaves this page except in requests to your endpoint."</span>

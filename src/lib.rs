@@ -5,7 +5,6 @@
 //! engine, in a Web Worker, so rendering can never delay a timestamp, and every
 //! figure is computed by `tokenmeter-core`. See ARCHITECTURE.md.
 
-mod advanced;
 mod app;
 mod config;
 pub mod engine;
@@ -15,6 +14,8 @@ mod models;
 pub mod protocol;
 mod results;
 mod run;
+mod widgets;
+mod worker;
 
 pub use app::App;
 

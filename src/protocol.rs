@@ -5,7 +5,7 @@
 //! and, at the end, the run document.
 
 use serde::{Deserialize, Serialize};
-use tokenmeter_core::{plan::Plan, report::RunDocument};
+use tokenmeter_core::{condition::RunCondition, plan::Plan, report::RunDocument};
 
 /// Page → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -51,10 +51,10 @@ pub struct Progress {
     pub n_warmup_done: u32,
     pub n_warmup: u32,
     pub levels: Vec<LevelProgress>,
-    /// Warnings from what has been measured so far: a level above six that the
-    /// browser sends over HTTP/1.1 (its requests wait in the browser's queue).
+    /// Conditions found in what has been measured so far: a level above six that
+    /// the browser sends over HTTP/1.1 (its requests wait in the browser's queue).
     #[serde(default)]
-    pub notes: Vec<String>,
+    pub conditions: Vec<RunCondition>,
 }
 
 /// One level of the live view.

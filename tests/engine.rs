@@ -133,7 +133,10 @@ async fn cancel_aborts_a_stream_in_flight() {
 async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     use std::{cell::RefCell, rc::Rc};
     use tokenmeter::{
-        engine::runner::{run, RunInput, Visibility},
+        engine::{
+            conditions::Visibility,
+            runner::{run, RunInput},
+        },
         protocol::FromWorker,
     };
     use tokenmeter_core::plan::{LoadMode, Plan};
@@ -183,6 +186,15 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         "{notes}"
     );
     assert!(notes.contains("event loop ran up to"), "{notes}");
+    // The same, typed: the page renders these in its language.
+    use tokenmeter_core::condition::RunCondition;
+    let conditions = &document.environment.conditions;
+    assert!(conditions.iter().any(
+        |c| matches!(c, RunCondition::HiddenPage { concurrency: 1, hidden_ms } if *hidden_ms > 0.0)
+    ));
+    assert!(conditions.iter().any(
+        |c| matches!(c, RunCondition::EngineLag { concurrency: 1, lag_ms } if *lag_ms > 50.0)
+    ));
     let n_progress = messages
         .iter()
         .filter(|m| matches!(m, FromWorker::Progress(_)))

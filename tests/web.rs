@@ -3,8 +3,6 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use std::time::Duration;
-
 use leptos::{mount::mount_to, prelude::*};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
@@ -41,9 +39,10 @@ fn type_into(root: &Element, id: &str, text: &str) {
         .unwrap();
 }
 
-/// Lets Leptos run the effects that a signal change scheduled.
+/// Lets Leptos run the effects that a signal change scheduled: they run as tasks
+/// of the executor, so one of its ticks is enough.
 async fn settle() {
-    gloo_timers::future::sleep(Duration::from_millis(20)).await;
+    leptos::task::tick().await;
 }
 
 #[wasm_bindgen_test]
@@ -115,4 +114,47 @@ async fn a_pasted_endpoint_path_is_explained() {
         .text_content()
         .unwrap();
     assert!(error.contains("http:// or https://"), "{error}");
+}
+
+fn text_of(root: &Element, id: &str) -> String {
+    by_testid(root, id)
+        .and_then(|e| e.text_content())
+        .unwrap_or_default()
+}
+
+/// Waits (up to 10 s) until the status reads `status`.
+async fn wait_for_status(root: &Element, status: &str) {
+    for _ in 0..200 {
+        if text_of(root, "status") == status {
+            return;
+        }
+        gloo_timers::future::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!(
+        "status stayed `{}`, never `{status}`",
+        text_of(root, "status")
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_worker_that_fails_to_load_is_replaced_at_the_next_run() {
+    // The test page has no worker files: every worker fails to load, as one would
+    // after a bad deployment.
+    let root = mount_app();
+    settle().await;
+    for attempt in 1..=2 {
+        by_testid(&root, "run")
+            .unwrap()
+            .unchecked_into::<HtmlElement>()
+            .click();
+        settle().await;
+        // Each Run starts a fresh worker and hears of its failure: none waits forever
+        // behind a broken one.
+        wait_for_status(&root, "idle").await;
+        let problem = text_of(&root, "plan-error");
+        assert!(
+            problem.contains("failed to load"),
+            "attempt {attempt}: {problem}"
+        );
+    }
 }

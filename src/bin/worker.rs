@@ -7,7 +7,8 @@ use std::{cell::RefCell, rc::Rc};
 use tokenmeter::{
     engine::{
         cancel::CancelToken,
-        runner::{run, RunInput, Visibility},
+        conditions::Visibility,
+        runner::{run, RunInput},
     },
     protocol::{FromWorker, ToWorker},
 };

@@ -6,9 +6,16 @@
 //! - [`clock`]: `performance.now()` on the run's origin, in µs;
 //! - [`request`]: one request, `fetch` to the last byte, into a `RequestRecord`;
 //! - [`cancel`]: aborting every request in flight at once;
-//! - [`runner`]: the schedule (ladder, arrivals, duration), progress, the document.
+//! - [`runner`]: a run from warm-up to the document;
+//! - [`schedule`]: how one level sends (closed-loop lanes, open-loop arrivals);
+//! - [`live`]: the records and live figures while a run goes, progress ≤ 10/s;
+//! - [`conditions`]: what the engine observes about itself (hidden page, lag,
+//!   timer resolution).
 
 pub mod cancel;
 pub mod clock;
+pub mod conditions;
+pub mod live;
 pub mod request;
 pub mod runner;
+pub mod schedule;

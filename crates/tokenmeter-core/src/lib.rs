@@ -16,6 +16,8 @@
 //! the two throughputs in [`summary`]; the analysis rules in [`verdict`].
 
 pub mod browser;
+pub mod condition;
+pub mod draft;
 pub mod error;
 pub mod plan;
 pub mod record;

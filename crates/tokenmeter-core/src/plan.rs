@@ -9,6 +9,9 @@
 //!
 //! The API key is never part of a plan: [`import_config`] hands it back separately,
 //! so nothing that serialises a plan can leak it.
+//!
+//! (Over 400 lines: the plan's shape, its checks and every way one is read belong
+//! together, since a field added to one must be added to the others.)
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -201,6 +204,20 @@ impl Plan {
             PromptSpec::Text(text) => text.clone(),
             PromptSpec::Tokens(n) => generated_prompt(*n),
         }
+    }
+
+    /// The headers of every request of this plan, with the key sent the way `auth`
+    /// says: the one place where a plan and a key meet (and never stay together).
+    pub fn request_headers(&self, api_key: Option<&str>) -> Vec<(String, String)> {
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if let Some(key) = api_key.map(str::trim).filter(|k| !k.is_empty()) {
+            headers.push(match self.auth {
+                AuthStyle::Bearer => ("authorization".into(), format!("Bearer {key}")),
+                AuthStyle::ApiKeyHeader => ("api-key".into(), key.to_owned()),
+            });
+        }
+        headers.extend(self.extra_headers.iter().cloned());
+        headers
     }
 
     pub fn body_spec(&self) -> BodySpec {
@@ -504,6 +521,41 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_headers_carry_the_key_as_the_plan_says() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.extra_headers = vec![("X-Route".into(), "east".into())];
+        let pairs = |headers: Vec<(String, String)>| -> Vec<String> {
+            headers
+                .into_iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect()
+        };
+        assert_eq!(
+            pairs(plan.request_headers(Some(" sk-1 "))),
+            [
+                "content-type: application/json",
+                "authorization: Bearer sk-1",
+                "X-Route: east"
+            ]
+        );
+        plan.auth = AuthStyle::ApiKeyHeader;
+        assert_eq!(
+            pairs(plan.request_headers(Some("sk-1"))),
+            [
+                "content-type: application/json",
+                "api-key: sk-1",
+                "X-Route: east"
+            ]
+        );
+        for none in [None, Some(""), Some("  ")] {
+            assert_eq!(
+                pairs(plan.request_headers(none)),
+                ["content-type: application/json", "X-Route: east"]
+            );
+        }
+    }
 
     /// Section 3 of the reference article, verbatim.
     const ARTICLE_CONFIG: &str = r#"{ "base_url": "https://taotoken.net/api", "api_key": "sk-你的Key填这里", "model": "你的模型ID", "prompt": "请用300字介绍大模型推理中的prefill和decode两个阶段", "max_tokens": 300, "temperature": 0.7, "concurrency_levels": [1, 2, 4, 8, 16], "requests_per_level": 8, "timeout": 60 }"#;

@@ -3,7 +3,7 @@
 //! [`RecordBuilder::finish`] turns it into an immutable [`RequestRecord`].
 //!
 //! Every timestamp is in microseconds on one time origin chosen by the caller (the
-//! worker uses the page's `performance.timeOrigin`). The metric definitions follow
+//! engine's clock, zeroed when the run starts: see `src/engine/clock.rs`). The metric definitions follow
 //! vLLM's `bench serve`:
 //!
 //! | metric | definition |
@@ -19,6 +19,9 @@
 //! `N_out` is `usage.completion_tokens` when the server sent it, else the number of
 //! token-bearing events; the record says which, and by how much the two differ
 //! (servers that pack several tokens into one event make chunk counting wrong).
+//!
+//! (Over 400 lines: the record, the builder that makes it and the metric
+//! definitions read off it are one contract, kept side by side.)
 
 use serde::{Deserialize, Serialize};
 
@@ -271,19 +274,10 @@ impl RecordBuilder {
         }
     }
 
-    pub fn start(&self) -> &RequestStart {
-        &self.start
-    }
-
     /// True once the stream itself has failed (an error event, a malformed or
     /// oversized event): reading further changes nothing.
     pub fn has_stream_error(&self) -> bool {
         self.error.is_some()
-    }
-
-    /// Tokens seen so far (token-bearing events), for live progress.
-    pub fn n_token_events(&self) -> u64 {
-        self.token_times_us.len() as u64
     }
 
     /// The response headers arrived at `at_us`.

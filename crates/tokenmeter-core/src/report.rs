@@ -11,12 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     browser::HTTP1_CONNECTIONS_PER_HOST,
+    condition::{self, RunCondition},
     error::{ErrorKind, Lang},
     plan::Plan,
     record::RequestRecord,
     stats::Distribution,
     summary::{LevelStats, Summary},
-    verdict::{analyse, Verdict},
+    verdict::{analyse, Sentence, Verdict},
 };
 
 /// The run document version this crate writes.
@@ -62,9 +63,26 @@ pub struct Environment {
     pub cross_origin_isolated: Option<bool>,
     #[serde(default)]
     pub hardware_concurrency: Option<u32>,
-    /// Conditions that affect the figures (hidden tab, HTTP/1.1 connection limit, ...).
+    /// What, besides the server, affected the figures (the browser's HTTP/1.1
+    /// queue, uncached preflights, a hidden page, the engine's lag, a coarse timer).
+    #[serde(default)]
+    pub conditions: Vec<RunCondition>,
+    /// The conditions as English sentences, generated from `conditions` by
+    /// [`RunDocument::build`] (schema 1 readers know only these).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+impl Environment {
+    /// The conditions in `lang`; a document written before conditions were typed
+    /// has only its English notes, shown as they are.
+    pub fn notes_in(&self, lang: Lang) -> Vec<String> {
+        if self.conditions.is_empty() {
+            self.notes.clone()
+        } else {
+            self.conditions.iter().map(|c| c.text(lang)).collect()
+        }
+    }
 }
 
 /// Everything about one run.
@@ -117,23 +135,21 @@ impl RunDocument {
         }
         let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
         let mut verdict = analyse(&levels, &plan.slo, &plan.analysis);
-        let browser_capped = levels.iter().any(|s| {
-            s.concurrency.unwrap_or(0) > HTTP1_CONNECTIONS_PER_HOST
-                && s.protocols.contains_key("http/1.1")
-        });
-        if browser_capped && verdict.knee.is_some() {
+        if verdict.knee.is_some() && levels.iter().any(Summary::browser_queued) {
             // Over HTTP/1.1 the browser never has more than six requests in flight, so
             // throughput stops growing there whatever the server could do.
-            verdict.explanation_en.push_str(&format!(
-                " Caution: above concurrency {HTTP1_CONNECTIONS_PER_HOST} this browser sent at most {HTTP1_CONNECTIONS_PER_HOST} requests at a time over HTTP/1.1, so this knee may be the browser's limit, not the server's; measure over HTTPS (HTTP/2) to find the server's."
-            ));
-            verdict.explanation_zh.push_str(&format!(
-                "注意：并发超过 {HTTP1_CONNECTIONS_PER_HOST} 时，浏览器经 HTTP/1.1 同时最多只发 {HTTP1_CONNECTIONS_PER_HOST} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请改用 HTTPS（HTTP/2）测出服务端真正的拐点。"
-            ));
+            verdict.push(Sentence::BrowserLimitedKnee {
+                connections: HTTP1_CONNECTIONS_PER_HOST,
+            });
         }
         let mut environment = environment;
-        environment.notes.extend(browser_queue_notes(&levels));
-        environment.notes.extend(preflight_note(&levels));
+        environment
+            .conditions
+            .extend(condition::browser_queue(&levels));
+        environment
+            .conditions
+            .extend(condition::uncached_preflight(&levels));
+        environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,
             tool: ToolInfo::default(),
@@ -309,11 +325,7 @@ impl RunDocument {
             out,
             "\n## {}\n\n{}\n",
             if zh { "结论" } else { "Verdict" },
-            if zh {
-                &self.verdict.explanation_zh
-            } else {
-                &self.verdict.explanation_en
-            }
+            self.verdict.text(lang)
         );
         if !self.total.fails_by_kind.is_empty() {
             let _ = writeln!(out, "## {}\n", if zh { "错误" } else { "Errors" });
@@ -323,46 +335,6 @@ impl RunDocument {
         }
         out
     }
-}
-
-/// Levels where the browser itself queued requests: HTTP/1.1 above its per-host
-/// connection limit. Part of their TTFT is the browser's, not the server's.
-pub fn browser_queue_notes(levels: &[Summary]) -> Vec<String> {
-    levels
-        .iter()
-        .filter(|s| {
-            s.concurrency.unwrap_or(0) > HTTP1_CONNECTIONS_PER_HOST
-                && s.protocols.contains_key("http/1.1")
-        })
-        .map(|s| {
-            let wait = s
-                .browser_wait_ms
-                .map(|d| format!("{:.0} ms at p95", d.p95))
-                .unwrap_or_else(|| "an unknown time".into());
-            let after = s
-                .ttft_after_send_ms
-                .map(|d| format!("; TTFT after sending was {:.0} ms at p50", d.p50))
-                .unwrap_or_default();
-            format!(
-                "concurrency {}: the browser spoke HTTP/1.1, which allows {HTTP1_CONNECTIONS_PER_HOST} connections per host, and held requests back for {wait} before sending them{after}; use an HTTPS endpoint (HTTP/2) to measure the server beyond {HTTP1_CONNECTIONS_PER_HOST}",
-                s.concurrency.unwrap_or(0)
-            )
-        })
-        .collect()
-}
-
-/// Repeated slow sends look like CORS preflights that the browser could not cache:
-/// without `Access-Control-Max-Age`, Chromium keeps a preflight for 5 s only, so a
-/// long run pays one every 5 s. (Browsers do not expose preflights themselves.)
-pub fn preflight_note(levels: &[Summary]) -> Option<String> {
-    let waits: Vec<Distribution> = levels.iter().filter_map(|s| s.slow_send_ms).collect();
-    let n: u64 = waits.iter().map(|d| d.n).sum();
-    (n >= 2).then(|| {
-        let median = waits.iter().map(|d| d.p50).fold(0.0, f64::max);
-        format!(
-            "{n} requests waited about {median:.0} ms in the browser on an open connection, as a CORS preflight costs: the server probably sends no Access-Control-Max-Age, so the browser repeats the preflight every few seconds and that time counts in TTFT; have the server send Access-Control-Max-Age (e.g. 86400)"
-        )
-    })
 }
 
 fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
@@ -562,10 +534,20 @@ mod tests {
         );
         assert!(doc.environment.notes[0].starts_with("concurrency 8: the browser spoke HTTP/1.1"));
         assert!(doc.environment.notes[0].contains("900 ms at p95"));
-        assert!(
-            !doc.verdict.explanation_en.contains("Caution"),
-            "no knee, no caution"
+        assert_eq!(
+            doc.environment.conditions,
+            [RunCondition::BrowserQueue {
+                concurrency: 8,
+                wait_p95_ms: Some(900.0),
+                ttft_after_send_p50_ms: Some(0.0),
+            }]
         );
+        assert_eq!(
+            doc.environment.notes_in(Lang::En),
+            doc.environment.notes,
+            "the notes are the conditions in English"
+        );
+        assert!(doc.environment.notes_in(Lang::Zh)[0].starts_with("并发 8："));
         let level8 = &doc.levels[1];
         assert_eq!(level8.protocols["http/1.1"], 1);
         // TTFT 100 ms in all: 900 ms is impossible here, so the split saturates at 0.
@@ -576,24 +558,53 @@ mod tests {
     fn a_knee_behind_the_browsers_http1_limit_is_called_into_question() {
         // Level 4: 4 requests of 10 tokens, 100 ms TTFT. Level 8: the same tokens
         // over a longer span, 400 ms TTFT: throughput flat, latency up: a knee at 4.
-        let mut records = Vec::new();
-        for id in 0..4 {
-            records.push(record(id, 4, 0, 10, 10_000));
-        }
-        for id in 4..12 {
-            let mut r = record(id, 8, 300_000, 10, 10_000);
-            r.sent_us = 0;
-            r.wanted_us = 0;
-            r.browser = Some(timing(0, 300_000, "http/1.1"));
-            records.push(r);
-        }
-        let doc = built("http://127.0.0.1:8000/v1", records);
+        let records = |protocol: &str| {
+            let mut records = Vec::new();
+            for id in 0..4 {
+                records.push(record(id, 4, 0, 10, 10_000));
+            }
+            for id in 4..12 {
+                let mut r = record(id, 8, 300_000, 10, 10_000);
+                r.sent_us = 0;
+                r.wanted_us = 0;
+                r.browser = Some(timing(0, 300_000, protocol));
+                records.push(r);
+            }
+            records
+        };
+        let doc = built("http://127.0.0.1:8000/v1", records("http/1.1"));
         assert_eq!(doc.verdict.knee, Some(4), "{}", doc.verdict.explanation_en);
+        assert_eq!(
+            doc.verdict.sentences.last(),
+            Some(&Sentence::BrowserLimitedKnee { connections: 6 })
+        );
         assert!(doc
             .verdict
             .explanation_en
             .contains("may be the browser's limit"));
         assert!(doc.verdict.explanation_zh.contains("浏览器的限制"));
+        assert_eq!(doc.verdict.text(Lang::En), doc.verdict.explanation_en);
+        // The same knee over HTTP/2: the browser held nothing back, so no caution.
+        let doc = built("https://127.0.0.1:8000/v1", records("h2"));
+        assert_eq!(doc.verdict.knee, Some(4));
+        assert!(
+            !doc.verdict.explanation_en.contains("Caution"),
+            "{}",
+            doc.verdict.explanation_en
+        );
+    }
+
+    #[test]
+    fn a_document_without_typed_conditions_or_sentences_still_reads() {
+        let mut doc = document();
+        doc.environment.conditions.clear();
+        doc.environment.notes = vec!["an old note".into()];
+        doc.verdict.sentences.clear();
+        doc.verdict.explanation_zh = "旧的结论".into();
+        let json = doc.to_json();
+        let old = RunDocument::from_json(&json).unwrap();
+        assert_eq!(old.environment.notes_in(Lang::Zh), ["an old note"]);
+        assert_eq!(old.verdict.text(Lang::Zh), "旧的结论");
     }
 
     #[test]

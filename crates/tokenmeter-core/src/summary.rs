@@ -17,7 +17,7 @@ use std::{collections::BTreeMap, ops::AddAssign};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::{HTTP1_CONNECTIONS_PER_HOST, SLOW_SEND_US},
+    browser::{self, SLOW_SEND_US},
     error::ErrorKind,
     plan::Slo,
     record::{RequestRecord, TokenSource},
@@ -98,9 +98,8 @@ impl LevelStats {
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
         if let Some(protocol) = record.browser.as_ref().and_then(|b| b.protocol.clone()) {
-            // Over HTTP/1.1 beyond six in flight, waits are the browser's queue instead.
-            let unqueued =
-                protocol != "http/1.1" || record.concurrency <= HTTP1_CONNECTIONS_PER_HOST;
+            // Where the browser queues, waits are its queue instead.
+            let unqueued = !browser::queues(record.concurrency, &protocol);
             if let Some(wait) = record
                 .unexplained_wait_us()
                 .filter(|&w| unqueued && w >= SLOW_SEND_US)
@@ -341,6 +340,17 @@ pub struct Summary {
     pub n_good: Option<u64>,
     /// `n_good` per second of wall time.
     pub goodput_rps: Option<f64>,
+}
+
+impl Summary {
+    /// Whether the browser held some of this level's requests back in its own queue
+    /// (see [`browser::queues`]): part of their TTFT is the browser's, not the server's.
+    pub fn browser_queued(&self) -> bool {
+        let concurrency = self.concurrency.unwrap_or(0);
+        self.protocols
+            .keys()
+            .any(|protocol| browser::queues(concurrency, protocol))
+    }
 }
 
 #[cfg(test)]

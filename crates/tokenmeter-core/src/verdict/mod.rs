@@ -13,7 +13,12 @@
 
 use serde::{Deserialize, Serialize};
 
+mod sentence;
+
+pub use sentence::Sentence;
+
 use crate::{
+    error::Lang,
     plan::{AnalysisParams, Slo},
     summary::Summary,
 };
@@ -84,8 +89,41 @@ pub struct Verdict {
     /// The highest level that, with every level below it, meets the SLO.
     pub slo_ok_up_to: Option<u32>,
     pub levels: Vec<LevelVerdict>,
+    /// What the verdict says, as data: rendered per language by [`Sentence::text`].
+    #[serde(default)]
+    pub sentences: Vec<Sentence>,
+    /// The sentences in English and in Chinese, for readers of schema 1.
     pub explanation_en: String,
     pub explanation_zh: String,
+}
+
+impl Verdict {
+    /// The explanation in `lang`.
+    pub fn text(&self, lang: Lang) -> String {
+        if self.sentences.is_empty() {
+            // A document from before sentences were kept.
+            return match lang {
+                Lang::En => self.explanation_en.clone(),
+                Lang::Zh => self.explanation_zh.clone(),
+            };
+        }
+        let separator = match lang {
+            Lang::En => " ",
+            Lang::Zh => "",
+        };
+        self.sentences
+            .iter()
+            .map(|s| s.text(lang))
+            .collect::<Vec<_>>()
+            .join(separator)
+    }
+
+    /// Adds a sentence and keeps the two explanations in step.
+    pub fn push(&mut self, sentence: Sentence) {
+        self.sentences.push(sentence);
+        self.explanation_en = self.text(Lang::En);
+        self.explanation_zh = self.text(Lang::Zh);
+    }
 }
 
 /// Analyses the per-level summaries of a ladder.
@@ -101,8 +139,6 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
 pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let mut points = points.to_vec();
     points.sort_by_key(|p| p.concurrency);
-    let mut en = Vec::new();
-    let mut zh = Vec::new();
 
     let levels: Vec<LevelVerdict> = points
         .iter()
@@ -117,21 +153,23 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
             }
         })
         .collect();
+    let mut verdict = Verdict {
+        knee: None,
+        safe_concurrency: None,
+        slo_ok_up_to: None,
+        levels,
+        sentences: Vec::new(),
+        explanation_en: String::new(),
+        explanation_zh: String::new(),
+    };
 
     let measured: Vec<&LevelPoint> = points.iter().filter(|p| p.n_ok > 0).collect();
     if measured.is_empty() {
-        return Verdict {
-            knee: None,
-            safe_concurrency: None,
-            slo_ok_up_to: None,
-            levels,
-            explanation_en: "No level had a successful request, so there is nothing to analyse: see the errors panel.".into(),
-            explanation_zh: "没有任何一档有成功的请求，无法分析：请看错误面板。".into(),
-        };
+        verdict.push(Sentence::NothingSucceeded);
+        return verdict;
     }
 
     // The knee.
-    let mut knee = None;
     for pair in measured.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let Some(share) = gain_share(a, b) else {
@@ -140,158 +178,109 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
         let latency_rising =
             rising(a.ttft_p95_ms, b.ttft_p95_ms) || rising(a.e2e_p95_ms, b.e2e_p95_ms);
         if share < params.knee_gain_share && latency_rising {
-            knee = Some(a.concurrency);
-            let gain_pct = (b.output_tps / a.output_tps - 1.0) * 100.0;
+            verdict.knee = Some(a.concurrency);
             let first = measured[0];
-            en.push(format!(
-                "Throughput grows from {:.0} tok/s at concurrency {} to {:.0} tok/s at {}, but going to {} adds only {gain_pct:.1}% ({:.0} tok/s) while p95 TTFT rises from {} to {}: the knee is at concurrency {}.",
-                first.output_tps, first.concurrency, a.output_tps, a.concurrency, b.concurrency, b.output_tps,
-                ms(a.ttft_p95_ms), ms(b.ttft_p95_ms), a.concurrency
-            ));
-            zh.push(format!(
-                "吞吐从并发 {} 的 {:.0} tok/s 涨到并发 {} 的 {:.0} tok/s，但加到并发 {} 只多了 {gain_pct:.1}%（{:.0} tok/s），同时 p95 TTFT 从 {} 升到 {}：拐点在并发 {}。",
-                first.concurrency, first.output_tps, a.concurrency, a.output_tps, b.concurrency, b.output_tps,
-                ms(a.ttft_p95_ms), ms(b.ttft_p95_ms), a.concurrency
-            ));
+            verdict.push(Sentence::Knee {
+                first: first.concurrency,
+                first_tps: first.output_tps,
+                knee: a.concurrency,
+                knee_tps: a.output_tps,
+                next: b.concurrency,
+                next_tps: b.output_tps,
+                gain_pct: (b.output_tps / a.output_tps - 1.0) * 100.0,
+                knee_ttft_p95_ms: a.ttft_p95_ms,
+                next_ttft_p95_ms: b.ttft_p95_ms,
+            });
             if b.n_fail > 0 {
-                en.push(format!(
-                    "At {} there were also {} failed requests.",
-                    b.concurrency, b.n_fail
-                ));
-                zh.push(format!(
-                    "并发 {} 时还出现了 {} 个失败请求。",
-                    b.concurrency, b.n_fail
-                ));
+                verdict.push(Sentence::FailuresAfterKnee {
+                    concurrency: b.concurrency,
+                    n_fail: b.n_fail,
+                });
             }
             break;
         }
     }
-    if knee.is_none() {
+    if verdict.knee.is_none() {
         let last = measured[measured.len() - 1];
         if measured.len() >= 2 {
             let prev = measured[measured.len() - 2];
-            let gain_pct = (last.output_tps / prev.output_tps - 1.0) * 100.0;
-            en.push(format!(
-                "No knee up to concurrency {}: throughput still grew {gain_pct:.1}% from {} to {} ({:.0} → {:.0} tok/s). Test higher concurrency to find where it stops growing.",
-                last.concurrency, prev.concurrency, last.concurrency, prev.output_tps, last.output_tps
-            ));
-            zh.push(format!(
-                "到并发 {} 还没有拐点：从并发 {} 到 {} 吞吐仍增长了 {gain_pct:.1}%（{:.0} → {:.0} tok/s）。请加大并发梯度继续找拐点。",
-                last.concurrency, prev.concurrency, last.concurrency, prev.output_tps, last.output_tps
-            ));
+            verdict.push(Sentence::NoKnee {
+                prev: prev.concurrency,
+                last: last.concurrency,
+                prev_tps: prev.output_tps,
+                last_tps: last.output_tps,
+                gain_pct: (last.output_tps / prev.output_tps - 1.0) * 100.0,
+            });
         } else {
-            en.push(format!(
-                "Only one level (concurrency {}) was measured: a knee needs at least two.",
-                last.concurrency
-            ));
-            zh.push(format!(
-                "只测了一档（并发 {}），找拐点至少需要两档。",
-                last.concurrency
-            ));
+            verdict.push(Sentence::OneLevel {
+                concurrency: last.concurrency,
+            });
         }
     }
 
     // The SLO, level by level.
-    let mut slo_ok_up_to = None;
-    for (p, v) in points.iter().zip(&levels) {
+    for (p, v) in points.iter().zip(&verdict.levels) {
         if !v.meets_slo {
             break;
         }
-        slo_ok_up_to = Some(p.concurrency);
+        verdict.slo_ok_up_to = Some(p.concurrency);
     }
     if slo.is_set() {
-        match (slo_ok_up_to, levels.iter().find(|v| !v.meets_slo)) {
-            (_, None) => {
-                en.push("Every level meets the SLO.".into());
-                zh.push("每一档都满足 SLO。".into());
-            }
-            (up_to, Some(first_bad)) => {
-                let reasons = first_bad.slo_breaches.join(", ");
-                match up_to {
-                    Some(c) => {
-                        en.push(format!(
-                            "The SLO holds up to concurrency {c}; at {} it breaks ({reasons}).",
-                            first_bad.concurrency
-                        ));
-                        zh.push(format!(
-                            "并发 {c} 及以下满足 SLO；到并发 {} 不再满足（{reasons}）。",
-                            first_bad.concurrency
-                        ));
-                    }
-                    None => {
-                        en.push(format!(
-                            "Even concurrency {} breaks the SLO ({reasons}).",
-                            first_bad.concurrency
-                        ));
-                        zh.push(format!(
-                            "连并发 {} 都不满足 SLO（{reasons}）。",
-                            first_bad.concurrency
-                        ));
-                    }
-                }
-            }
-        }
+        let sentence = match verdict.levels.iter().find(|v| !v.meets_slo) {
+            None => Sentence::SloAll,
+            Some(first_bad) => match verdict.slo_ok_up_to {
+                Some(up_to) => Sentence::SloUpTo {
+                    up_to,
+                    first_bad: first_bad.concurrency,
+                    breaches: first_bad.slo_breaches.clone(),
+                },
+                None => Sentence::SloNone {
+                    first_bad: first_bad.concurrency,
+                    breaches: first_bad.slo_breaches.clone(),
+                },
+            },
+        };
+        verdict.push(sentence);
     }
 
     // The safe concurrency.
-    let mut safe = None;
-    if let Some(knee) = knee {
+    if let Some(knee) = verdict.knee {
         let rule = ((knee as f64 * params.safe_fraction).floor() as u32).max(1);
         let pct = (params.safe_fraction * 100.0).round();
         let at_rule = interpolate(&points, rule);
         let breaches = at_rule.slo_breaches(slo);
         if breaches.is_empty() {
-            safe = Some(rule);
-            let ttft = at_rule
-                .ttft_p95_ms
-                .map(|t| format!(" (p95 TTFT there about {t:.0} ms)"))
-                .unwrap_or_default();
-            let ttft_zh = at_rule
-                .ttft_p95_ms
-                .map(|t| format!("（该处 p95 TTFT 约 {t:.0} ms）"))
-                .unwrap_or_default();
-            en.push(format!(
-                "{pct}% of the knee is {rule}{ttft}: the safe concurrency is {rule}."
-            ));
-            zh.push(format!(
-                "取拐点的 {pct}% 为 {rule}{ttft_zh}：安全并发为 {rule}。"
-            ));
+            verdict.safe_concurrency = Some(rule);
+            verdict.push(Sentence::Safe {
+                pct,
+                rule,
+                ttft_p95_ms: at_rule.ttft_p95_ms,
+            });
         } else {
-            safe = points
+            verdict.safe_concurrency = points
                 .iter()
-                .zip(&levels)
+                .zip(&verdict.levels)
                 .filter(|(p, v)| p.concurrency <= rule && v.meets_slo)
                 .map(|(p, _)| p.concurrency)
                 .max();
-            let reasons = breaches.join(", ");
-            match safe {
-                Some(c) => {
-                    en.push(format!("{pct}% of the knee is {rule}, but there the SLO breaks ({reasons}): the safe concurrency is {c}, the highest measured level within the SLO."));
-                    zh.push(format!("拐点的 {pct}% 是 {rule}，但该处不满足 SLO（{reasons}）：安全并发取满足 SLO 的最高实测档 {c}。"));
-                }
-                None => {
-                    en.push(format!("{pct}% of the knee is {rule}, but no level up to it meets the SLO ({reasons}): there is no safe concurrency for this SLO."));
-                    zh.push(format!("拐点的 {pct}% 是 {rule}，但到该档为止没有满足 SLO 的档位（{reasons}）：在这个 SLO 下没有安全并发。"));
-                }
-            }
+            verdict.push(match verdict.safe_concurrency {
+                Some(safe) => Sentence::SafeLowered {
+                    pct,
+                    rule,
+                    safe,
+                    breaches,
+                },
+                None => Sentence::NoSafe {
+                    pct,
+                    rule,
+                    breaches,
+                },
+            });
         }
-    } else if let Some(c) = slo_ok_up_to.filter(|_| slo.is_set()) {
-        en.push(format!(
-            "Without a knee the 70% rule does not apply; within the SLO, concurrency {c} was fine."
-        ));
-        zh.push(format!(
-            "没有拐点，70% 规则不适用；在 SLO 之内，并发 {c} 是没问题的。"
-        ));
+    } else if let Some(up_to) = verdict.slo_ok_up_to.filter(|_| slo.is_set()) {
+        verdict.push(Sentence::SloOkWithoutKnee { up_to });
     }
-
-    Verdict {
-        knee,
-        safe_concurrency: safe,
-        slo_ok_up_to,
-        levels,
-        explanation_en: en.join(" "),
-        explanation_zh: zh.join(""),
-    }
+    verdict
 }
 
 fn gain_share(a: &LevelPoint, b: &LevelPoint) -> Option<f64> {
@@ -302,10 +291,6 @@ fn gain_share(a: &LevelPoint, b: &LevelPoint) -> Option<f64> {
 
 fn rising(a: Option<f64>, b: Option<f64>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if b > a)
-}
-
-fn ms(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".into(), |v| format!("{v:.0} ms"))
 }
 
 /// The p95s at `concurrency`, interpolated linearly between the measured levels

@@ -1,0 +1,242 @@
+//! Run conditions: what, besides the server, shaped a run's figures (the browser's
+//! HTTP/1.1 queue, uncached CORS preflights, a hidden page, the engine's own lag, a
+//! coarse timer). Each is data, found from the measurements, and says itself in
+//! English or Chinese on the model of [`ErrorKind::hint`](crate::error::ErrorKind::hint).
+//!
+//! The run document keeps them typed (`environment.conditions`) and, for readers of
+//! schema 1, as English sentences (`environment.notes`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    browser::HTTP1_CONNECTIONS_PER_HOST, error::Lang, stats::Distribution, summary::Summary,
+};
+
+/// Something that affected the figures of a run or of one level.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunCondition {
+    /// The browser spoke HTTP/1.1 at a level above its per-host connection limit
+    /// and held requests back before sending them.
+    BrowserQueue {
+        concurrency: u32,
+        /// Browser wait at p95, when Resource Timing told it.
+        wait_p95_ms: Option<f64>,
+        /// TTFT after the request left the browser, at p50.
+        ttft_after_send_p50_ms: Option<f64>,
+    },
+    /// Requests waited in the browser on an open connection as long as a CORS
+    /// preflight takes, more than once: the server probably sends no
+    /// `Access-Control-Max-Age`.
+    UncachedPreflight {
+        n_requests: u64,
+        /// The largest per-level median of those waits.
+        wait_ms: f64,
+    },
+    /// The page was hidden during a level (browsers throttle hidden tabs).
+    HiddenPage { concurrency: u32, hidden_ms: f64 },
+    /// The engine's own event loop ran late during a level: the browser itself was
+    /// saturated.
+    EngineLag { concurrency: u32, lag_ms: f64 },
+    /// `performance.now()` is coarse because the page is not cross-origin isolated.
+    CoarseTimer { resolution_us: f64 },
+}
+
+impl RunCondition {
+    /// The condition as a sentence a user can act on.
+    pub fn text(&self, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        let max = HTTP1_CONNECTIONS_PER_HOST;
+        match *self {
+            RunCondition::BrowserQueue {
+                concurrency,
+                wait_p95_ms,
+                ttft_after_send_p50_ms,
+            } => {
+                if zh {
+                    let wait = wait_p95_ms
+                        .map(|ms| format!("p95 为 {ms:.0} ms"))
+                        .unwrap_or_else(|| "未知的时长".into());
+                    let after = ttft_after_send_p50_ms
+                        .map(|ms| format!("；发出后的 TTFT p50 为 {ms:.0} ms"))
+                        .unwrap_or_default();
+                    format!("并发 {concurrency}：浏览器使用 HTTP/1.1，每个主机最多 {max} 个连接，请求在发出前被浏览器扣住（{wait}）{after}；要测超过 {max} 的并发，请使用 HTTPS 端点（HTTP/2）")
+                } else {
+                    let wait = wait_p95_ms
+                        .map(|ms| format!("{ms:.0} ms at p95"))
+                        .unwrap_or_else(|| "an unknown time".into());
+                    let after = ttft_after_send_p50_ms
+                        .map(|ms| format!("; TTFT after sending was {ms:.0} ms at p50"))
+                        .unwrap_or_default();
+                    format!("concurrency {concurrency}: the browser spoke HTTP/1.1, which allows {max} connections per host, and held requests back for {wait} before sending them{after}; use an HTTPS endpoint (HTTP/2) to measure the server beyond {max}")
+                }
+            }
+            RunCondition::UncachedPreflight {
+                n_requests,
+                wait_ms,
+            } => {
+                if zh {
+                    format!("有 {n_requests} 个请求在已打开的连接上于浏览器内等了约 {wait_ms:.0} ms，正是一次 CORS 预检的耗时：服务端可能没有发送 Access-Control-Max-Age，浏览器每隔几秒就要重新预检，这段时间计入了 TTFT；请让服务端发送 Access-Control-Max-Age（例如 86400）")
+                } else {
+                    format!("{n_requests} requests waited about {wait_ms:.0} ms in the browser on an open connection, as a CORS preflight costs: the server probably sends no Access-Control-Max-Age, so the browser repeats the preflight every few seconds and that time counts in TTFT; have the server send Access-Control-Max-Age (e.g. 86400)")
+                }
+            }
+            RunCondition::HiddenPage {
+                concurrency,
+                hidden_ms,
+            } => {
+                let level = level_name(concurrency, lang);
+                let s = hidden_ms / 1e3;
+                if zh {
+                    format!("{level}：这一档有 {s:.1} s 页面处于隐藏状态；浏览器会限制隐藏标签页，所以这一档的计时可能偏晚")
+                } else {
+                    format!("{level}: the page was hidden for {s:.1} s of this level; browsers throttle hidden tabs, so its timings may be late")
+                }
+            }
+            RunCondition::EngineLag {
+                concurrency,
+                lag_ms,
+            } => {
+                let level = level_name(concurrency, lang);
+                if zh {
+                    format!("{level}：测量引擎自身的事件循环最多晚了 {lag_ms:.0} ms，说明浏览器本身已饱和：这一档测到的有一部分是工具而不是服务端")
+                } else {
+                    format!("{level}: the engine's own event loop ran up to {lag_ms:.0} ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server")
+                }
+            }
+            RunCondition::CoarseTimer { resolution_us } => {
+                if zh {
+                    format!("计时器精度为 {resolution_us:.0} µs：以跨源隔离（COOP + COEP）方式提供本页面可达到 5 µs")
+                } else {
+                    format!("timer resolution is {resolution_us:.0} µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs")
+                }
+            }
+        }
+    }
+}
+
+/// "concurrency 8", or "open loop" for arrivals at a rate (concurrency 0).
+pub fn level_name(concurrency: u32, lang: Lang) -> String {
+    match (concurrency, lang) {
+        (0, Lang::En) => "open loop".into(),
+        (0, Lang::Zh) => "开环".into(),
+        (c, Lang::En) => format!("concurrency {c}"),
+        (c, Lang::Zh) => format!("并发 {c}"),
+    }
+}
+
+/// Levels where the browser itself queued requests (see [`Summary::browser_queued`]).
+pub fn browser_queue(levels: &[Summary]) -> Vec<RunCondition> {
+    levels
+        .iter()
+        .filter(|s| s.browser_queued())
+        .map(|s| RunCondition::BrowserQueue {
+            concurrency: s.concurrency.unwrap_or(0),
+            wait_p95_ms: s.browser_wait_ms.map(|d| d.p95),
+            ttft_after_send_p50_ms: s.ttft_after_send_ms.map(|d| d.p50),
+        })
+        .collect()
+}
+
+/// Repeated slow sends look like CORS preflights that the browser could not cache:
+/// without `Access-Control-Max-Age`, Chromium keeps a preflight for 5 s only, so a
+/// long run pays one every 5 s. (Browsers do not expose preflights themselves.)
+pub fn uncached_preflight(levels: &[Summary]) -> Option<RunCondition> {
+    let waits: Vec<Distribution> = levels.iter().filter_map(|s| s.slow_send_ms).collect();
+    let n_requests: u64 = waits.iter().map(|d| d.n).sum();
+    (n_requests >= 2).then(|| RunCondition::UncachedPreflight {
+        n_requests,
+        wait_ms: waits.iter().map(|d| d.p50).fold(0.0, f64::max),
+    })
+}
+
+/// The English sentences of `conditions`: the document's `notes`.
+pub fn notes(conditions: &[RunCondition]) -> Vec<String> {
+    conditions.iter().map(|c| c.text(Lang::En)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_condition_speaks_both_languages() {
+        let all = [
+            RunCondition::BrowserQueue {
+                concurrency: 8,
+                wait_p95_ms: Some(912.4),
+                ttft_after_send_p50_ms: Some(101.0),
+            },
+            RunCondition::UncachedPreflight {
+                n_requests: 3,
+                wait_ms: 40.2,
+            },
+            RunCondition::HiddenPage {
+                concurrency: 0,
+                hidden_ms: 1_340.0,
+            },
+            RunCondition::EngineLag {
+                concurrency: 64,
+                lag_ms: 86.4,
+            },
+            RunCondition::CoarseTimer {
+                resolution_us: 100.0,
+            },
+        ];
+        let en: Vec<String> = all.iter().map(|c| c.text(Lang::En)).collect();
+        assert_eq!(
+            en,
+            [
+                "concurrency 8: the browser spoke HTTP/1.1, which allows 6 connections per host, and held requests back for 912 ms at p95 before sending them; TTFT after sending was 101 ms at p50; use an HTTPS endpoint (HTTP/2) to measure the server beyond 6",
+                "3 requests waited about 40 ms in the browser on an open connection, as a CORS preflight costs: the server probably sends no Access-Control-Max-Age, so the browser repeats the preflight every few seconds and that time counts in TTFT; have the server send Access-Control-Max-Age (e.g. 86400)",
+                "open loop: the page was hidden for 1.3 s of this level; browsers throttle hidden tabs, so its timings may be late",
+                "concurrency 64: the engine's own event loop ran up to 86 ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server",
+                "timer resolution is 100 µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs",
+            ]
+        );
+        assert_eq!(notes(&all), en);
+        let zh: Vec<String> = all.iter().map(|c| c.text(Lang::Zh)).collect();
+        assert!(
+            zh[0].starts_with("并发 8：") && zh[0].contains("p95 为 912 ms"),
+            "{}",
+            zh[0]
+        );
+        assert!(zh[1].contains("Access-Control-Max-Age") && zh[1].contains("40 ms"));
+        assert!(zh[2].starts_with("开环："));
+        assert!(zh[3].contains("86 ms"));
+        assert!(zh[4].contains("100 µs"));
+        for text in &zh {
+            assert!(
+                text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_wait_is_said_so() {
+        let c = RunCondition::BrowserQueue {
+            concurrency: 12,
+            wait_p95_ms: None,
+            ttft_after_send_p50_ms: None,
+        };
+        assert!(c
+            .text(Lang::En)
+            .contains("held requests back for an unknown time before sending them; use"));
+        assert!(c.text(Lang::Zh).contains("未知的时长"));
+    }
+
+    #[test]
+    fn conditions_round_trip_as_tagged_json() {
+        let c = RunCondition::EngineLag {
+            concurrency: 4,
+            lag_ms: 60.0,
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"engine_lag","concurrency":4,"lag_ms":60.0}"#
+        );
+        assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+    }
+}

@@ -1,0 +1,569 @@
+//! The plan as a form holds it: [`PlanDraft`] keeps what the user types as typed
+//! (strings for numbers and lists, enums for choices), and turns into a [`Plan`]
+//! with every problem named, or back from one. The page binds its inputs to a
+//! draft; all the checking lives here, where it is tested natively.
+//!
+//! A draft keeps the values of fields the current load mode does not use (the
+//! ladder while arrivals are chosen, and so on), so switching modes loses nothing,
+//! and `PlanDraft::from_plan(p).to_plan(&p) == Ok(p)` for every plan.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::{
+    plan::{normalize_base_url, parse_levels, AuthStyle, LoadMode, Plan, PromptSpec},
+    stream::EndpointKind,
+};
+
+/// Header names that carry a key: they belong in the key field, which is never saved.
+pub const KEY_HEADERS: [&str; 4] = [
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "proxy-authorization",
+];
+
+/// Which load mode the form shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoadKind {
+    /// A closed-loop concurrency ladder.
+    #[default]
+    Ladder,
+    /// Open-loop arrivals at a rate.
+    Arrivals,
+    /// The first level for a fixed time.
+    Duration,
+}
+
+/// The form's fields, as typed. Strings are what the user typed; the choices are
+/// typed values. See the module docs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanDraft {
+    pub base_url: String,
+    pub model: String,
+    pub prompt: String,
+    pub max_tokens: String,
+    pub timeout_s: String,
+    /// Concurrency levels (`1,2,4`); the duration mode uses the first.
+    pub levels: String,
+    /// Requests per level; the number of arrivals in the arrivals mode.
+    pub requests_per_level: String,
+    pub warmup: String,
+    pub endpoint: EndpointKind,
+    pub auth: AuthStyle,
+    pub temperature: String,
+    pub include_usage: bool,
+    /// One `Name: value` per line.
+    pub extra_headers: String,
+    /// A JSON object.
+    pub extra_body: String,
+    /// A generated prompt of this many tokens, or empty for the prompt text.
+    pub prompt_tokens: String,
+    pub load: LoadKind,
+    pub rate_rps: String,
+    pub poisson: bool,
+    /// The Poisson arrivals' seed: not shown, kept from the plan.
+    pub seed: u64,
+    pub duration_s: String,
+    pub slo_ttft_ms: String,
+    pub slo_tpot_ms: String,
+}
+
+/// The field a problem is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DraftField {
+    BaseUrl,
+    Model,
+    MaxTokens,
+    Timeout,
+    Levels,
+    RequestsPerLevel,
+    Warmup,
+    Temperature,
+    ExtraHeaders,
+    ExtraBody,
+    PromptTokens,
+    Rate,
+    Duration,
+    SloTtft,
+    SloTpot,
+}
+
+/// Why a draft is not a plan yet: one sentence a user can act on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanProblem {
+    /// The field to fix, when it is one field.
+    pub field: Option<DraftField>,
+    pub message: String,
+}
+
+impl PlanProblem {
+    fn at(field: DraftField, message: impl Into<String>) -> PlanProblem {
+        PlanProblem {
+            field: Some(field),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for PlanProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A number as the form shows it, or empty for none.
+fn optional(value: Option<f64>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+impl Default for PlanDraft {
+    /// The fields of the simulator's default plan, and a rate and a duration for
+    /// the modes it does not use.
+    fn default() -> Self {
+        let mut draft = PlanDraft {
+            base_url: String::new(),
+            model: String::new(),
+            prompt: String::new(),
+            max_tokens: String::new(),
+            timeout_s: String::new(),
+            levels: String::new(),
+            requests_per_level: String::new(),
+            warmup: String::new(),
+            endpoint: EndpointKind::Chat,
+            auth: AuthStyle::Bearer,
+            temperature: String::new(),
+            include_usage: true,
+            extra_headers: String::new(),
+            extra_body: String::new(),
+            prompt_tokens: String::new(),
+            load: LoadKind::Ladder,
+            rate_rps: "2".into(),
+            poisson: true,
+            seed: 1,
+            duration_s: "30".into(),
+            slo_ttft_ms: String::new(),
+            slo_tpot_ms: String::new(),
+        };
+        draft.fill(&Plan::default_for_simulator(""));
+        draft
+    }
+}
+
+impl PlanDraft {
+    /// A draft showing `plan`; fields its load mode does not use keep the defaults.
+    pub fn from_plan(plan: &Plan) -> PlanDraft {
+        let mut draft = PlanDraft::default();
+        draft.fill(plan);
+        draft
+    }
+
+    /// Shows `plan` in the draft. Fields the plan's load mode does not use keep
+    /// what they had (see the module docs).
+    pub fn fill(&mut self, plan: &Plan) {
+        self.base_url = plan.base_url.clone();
+        self.model = plan.model.clone();
+        self.prompt = plan.prompt_text();
+        self.prompt_tokens = match plan.prompt {
+            PromptSpec::Tokens(n) => n.to_string(),
+            PromptSpec::Text(_) => String::new(),
+        };
+        self.max_tokens = plan.max_tokens.to_string();
+        self.timeout_s = plan.timeout_s.to_string();
+        self.warmup = plan.warmup_requests.to_string();
+        self.endpoint = plan.endpoint;
+        self.auth = plan.auth;
+        self.temperature = optional(plan.temperature);
+        self.include_usage = plan.include_usage;
+        self.extra_headers = plan
+            .extra_headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.extra_body = if plan.extra_body.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string_pretty(&plan.extra_body).expect("a JSON map serialises")
+        };
+        match &plan.load {
+            LoadMode::Ladder {
+                levels,
+                requests_per_level,
+            } => {
+                self.load = LoadKind::Ladder;
+                self.levels = levels
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                self.requests_per_level = requests_per_level.to_string();
+            }
+            LoadMode::Arrivals {
+                rate_rps,
+                poisson,
+                n_requests,
+                seed,
+            } => {
+                self.load = LoadKind::Arrivals;
+                self.rate_rps = rate_rps.to_string();
+                self.poisson = *poisson;
+                self.requests_per_level = n_requests.to_string();
+                self.seed = *seed;
+            }
+            LoadMode::Duration {
+                concurrency,
+                seconds,
+            } => {
+                self.load = LoadKind::Duration;
+                self.levels = concurrency.to_string();
+                self.duration_s = seconds.to_string();
+            }
+        }
+        self.slo_ttft_ms = optional(plan.slo.ttft_p95_ms);
+        self.slo_tpot_ms = optional(plan.slo.tpot_p95_ms);
+    }
+
+    /// The plan the draft describes, on top of `base` (which gives what the form
+    /// does not show: the E2E limit, the analysis parameters); every problem found.
+    pub fn to_plan(&self, base: &Plan) -> Result<Plan, Vec<PlanProblem>> {
+        use DraftField as F;
+        let mut problems = Vec::new();
+        let mut plan = base.clone();
+        match normalize_base_url(&self.base_url) {
+            Ok((url, _)) => plan.base_url = url,
+            Err(problem) => problems.push(PlanProblem::at(F::BaseUrl, problem)),
+        }
+        plan.model = self.model.trim().to_owned();
+        plan.endpoint = self.endpoint;
+        plan.auth = self.auth;
+        plan.include_usage = self.include_usage;
+        match whole(&self.max_tokens) {
+            Some(n) if n > 0 => plan.max_tokens = n,
+            _ => problems.push(PlanProblem::at(
+                F::MaxTokens,
+                "max_tokens must be a whole number above 0",
+            )),
+        }
+        match number(&self.timeout_s) {
+            Some(t) if t > 0.0 => plan.timeout_s = t,
+            _ => problems.push(PlanProblem::at(
+                F::Timeout,
+                "the timeout must be a number of seconds above 0",
+            )),
+        }
+        match whole(&self.warmup) {
+            Some(n) => plan.warmup_requests = n,
+            None => problems.push(PlanProblem::at(
+                F::Warmup,
+                "warm-up requests must be a whole number (0 for none)",
+            )),
+        }
+        plan.prompt = match self.prompt_tokens.trim() {
+            "" => PromptSpec::Text(self.prompt.clone()),
+            text => match text.parse::<u32>() {
+                Ok(n) if n > 0 => PromptSpec::Tokens(n),
+                _ => {
+                    problems.push(PlanProblem::at(
+                        F::PromptTokens,
+                        "the generated prompt length must be a whole number of tokens",
+                    ));
+                    PromptSpec::Text(self.prompt.clone())
+                }
+            },
+        };
+        plan.temperature = match self.temperature.trim() {
+            "" => None,
+            text => match text.parse::<f64>() {
+                Ok(t) if (0.0..=2.0).contains(&t) => Some(t),
+                _ => {
+                    problems.push(PlanProblem::at(
+                        F::Temperature,
+                        "temperature must be a number from 0 to 2, or empty for the server's default",
+                    ));
+                    None
+                }
+            },
+        };
+        plan.extra_headers = self.headers(&mut problems);
+        plan.extra_body = self.body(&mut problems);
+        if let Some(load) = self.load_mode(&mut problems) {
+            plan.load = load;
+        }
+        plan.slo.ttft_p95_ms = limit(&self.slo_ttft_ms, F::SloTtft, "p95 TTFT", &mut problems);
+        plan.slo.tpot_p95_ms = limit(&self.slo_tpot_ms, F::SloTpot, "p95 TPOT", &mut problems);
+        if let Err(more) = plan.validate() {
+            for message in more {
+                if !problems.iter().any(|p| p.message == message) {
+                    problems.push(PlanProblem {
+                        field: None,
+                        message,
+                    });
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(plan)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The load mode chosen, from the fields it uses.
+    fn load_mode(&self, problems: &mut Vec<PlanProblem>) -> Option<LoadMode> {
+        use DraftField as F;
+        let count = whole(&self.requests_per_level).filter(|&n| n > 0);
+        let levels = parse_levels(&self.levels);
+        let mut problem = |field, message: String| {
+            problems.push(PlanProblem::at(field, message));
+            None
+        };
+        match self.load {
+            LoadKind::Ladder => match (levels, count) {
+                (Ok(levels), Some(requests_per_level)) => Some(LoadMode::Ladder {
+                    levels,
+                    requests_per_level,
+                }),
+                (Err(message), _) => problem(F::Levels, message),
+                (_, None) => problem(
+                    F::RequestsPerLevel,
+                    "requests per level must be a whole number above 0".into(),
+                ),
+            },
+            LoadKind::Arrivals => match (number(&self.rate_rps).filter(|&r| r > 0.0), count) {
+                (Some(rate_rps), Some(n_requests)) => Some(LoadMode::Arrivals {
+                    rate_rps,
+                    poisson: self.poisson,
+                    n_requests,
+                    seed: self.seed,
+                }),
+                (None, _) => problem(
+                    F::Rate,
+                    "the arrival rate must be a number of requests per second above 0".into(),
+                ),
+                (_, None) => problem(
+                    F::RequestsPerLevel,
+                    "the number of arrivals (requests per level) must be a whole number above 0"
+                        .into(),
+                ),
+            },
+            LoadKind::Duration => match (levels, number(&self.duration_s).filter(|&s| s > 0.0)) {
+                (Ok(levels), Some(seconds)) => Some(LoadMode::Duration {
+                    concurrency: levels[0],
+                    seconds,
+                }),
+                (Err(message), _) => problem(F::Levels, message),
+                (_, None) => problem(
+                    F::Duration,
+                    "the duration must be a number of seconds above 0".into(),
+                ),
+            },
+        }
+    }
+
+    /// The extra headers, never one that carries a key.
+    fn headers(&self, problems: &mut Vec<PlanProblem>) -> Vec<(String, String)> {
+        let mut headers = Vec::new();
+        for line in self.extra_headers.lines().map(str::trim) {
+            if line.is_empty() {
+                continue;
+            }
+            let Some((name, value)) = line.split_once(':') else {
+                problems.push(PlanProblem::at(
+                    DraftField::ExtraHeaders,
+                    format!("extra header `{line}` needs the form `Name: value`"),
+                ));
+                continue;
+            };
+            let name = name.trim();
+            if KEY_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+                problems.push(PlanProblem::at(
+                    DraftField::ExtraHeaders,
+                    format!("put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is"),
+                ));
+                continue;
+            }
+            headers.push((name.to_owned(), value.trim().to_owned()));
+        }
+        headers
+    }
+
+    fn body(&self, problems: &mut Vec<PlanProblem>) -> Map<String, Value> {
+        if self.extra_body.trim().is_empty() {
+            return Map::new();
+        }
+        let problem = match serde_json::from_str::<Value>(&self.extra_body) {
+            Ok(Value::Object(map)) => return map,
+            Ok(_) => "extra body fields must be a JSON object, e.g. {\"top_p\": 0.9}".into(),
+            Err(err) => format!("extra body fields are not valid JSON: {err}"),
+        };
+        problems.push(PlanProblem::at(DraftField::ExtraBody, problem));
+        Map::new()
+    }
+}
+
+fn whole(text: &str) -> Option<u32> {
+    text.trim().parse().ok()
+}
+
+/// A finite number.
+fn number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// An SLO limit in ms, or `None` when the field is empty.
+fn limit(
+    text: &str,
+    field: DraftField,
+    what: &str,
+    problems: &mut Vec<PlanProblem>,
+) -> Option<f64> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    let ms = number(text).filter(|&ms| ms > 0.0);
+    if ms.is_none() {
+        problems.push(PlanProblem::at(
+            field,
+            format!("the {what} limit must be a number of ms above 0, or empty for none"),
+        ));
+    }
+    ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "http://127.0.0.1:8000/v1";
+
+    fn plans() -> Vec<Plan> {
+        let ladder = Plan::default_for_simulator(BASE);
+        let mut arrivals = ladder.clone();
+        arrivals.load = LoadMode::Arrivals {
+            rate_rps: 0.35,
+            poisson: true,
+            n_requests: 40,
+            seed: 987_654_321,
+        };
+        arrivals.prompt = PromptSpec::Tokens(512);
+        arrivals.endpoint = EndpointKind::Completions;
+        arrivals.auth = AuthStyle::ApiKeyHeader;
+        arrivals.temperature = None;
+        arrivals.include_usage = false;
+        arrivals.extra_headers = vec![("X-Gateway-Route".into(), "east".into())];
+        arrivals
+            .extra_body
+            .insert("top_p".into(), serde_json::json!(0.9));
+        arrivals.slo.tpot_p95_ms = None;
+        arrivals.slo.e2e_p95_ms = Some(5_000.0);
+        let mut duration = ladder.clone();
+        duration.load = LoadMode::Duration {
+            concurrency: 12,
+            seconds: 7.5,
+        };
+        duration.warmup_requests = 0;
+        duration.timeout_s = 0.25;
+        vec![ladder, arrivals, duration]
+    }
+
+    #[test]
+    fn every_load_mode_round_trips_seed_included() {
+        for plan in plans() {
+            let draft = PlanDraft::from_plan(&plan);
+            assert_eq!(draft.to_plan(&plan), Ok(plan.clone()), "{draft:#?}");
+            // And on top of a base that differs in everything the form shows.
+            let other = Plan::default_for_simulator("https://elsewhere/v1");
+            let mut expected = plan.clone();
+            expected.slo.e2e_p95_ms = other.slo.e2e_p95_ms;
+            assert_eq!(draft.to_plan(&other), Ok(expected));
+        }
+    }
+
+    #[test]
+    fn switching_modes_keeps_the_other_modes_fields() {
+        let [ladder, arrivals, _] = <[Plan; 3]>::try_from(plans()).unwrap();
+        let mut draft = PlanDraft::from_plan(&ladder);
+        draft.fill(&arrivals);
+        assert_eq!(draft.levels, "1,2,4,8,16", "the ladder is still there");
+        assert_eq!(draft.requests_per_level, "40");
+        draft.load = LoadKind::Ladder;
+        let back = draft.to_plan(&ladder).unwrap();
+        assert_eq!(
+            back.load,
+            LoadMode::Ladder {
+                levels: vec![1, 2, 4, 8, 16],
+                requests_per_level: 40
+            }
+        );
+        draft.load = LoadKind::Duration;
+        assert_eq!(
+            draft.to_plan(&ladder).unwrap().load,
+            LoadMode::Duration {
+                concurrency: 1,
+                seconds: 30.0
+            },
+            "the default duration, at the first level"
+        );
+    }
+
+    #[test]
+    fn every_problem_is_named_with_its_field() {
+        let mut draft = PlanDraft::from_plan(&Plan::default_for_simulator(BASE));
+        draft.base_url = "ftp://x".into();
+        draft.max_tokens = "0".into();
+        draft.timeout_s = "soon".into();
+        draft.warmup = "-1".into();
+        draft.temperature = "3".into();
+        draft.extra_headers = "X-Ok: 1\nAuthorization: Bearer sk-x\nbroken".into();
+        draft.extra_body = "[1]".into();
+        draft.prompt_tokens = "many".into();
+        draft.levels = "1,x".into();
+        draft.slo_ttft_ms = "-5".into();
+        let problems = draft
+            .to_plan(&Plan::default_for_simulator(BASE))
+            .unwrap_err();
+        let fields: Vec<Option<DraftField>> = problems.iter().map(|p| p.field).collect();
+        use DraftField as F;
+        for field in [
+            F::BaseUrl,
+            F::MaxTokens,
+            F::Timeout,
+            F::Warmup,
+            F::Temperature,
+            F::ExtraHeaders,
+            F::ExtraBody,
+            F::PromptTokens,
+            F::Levels,
+            F::SloTtft,
+        ] {
+            assert!(fields.contains(&Some(field)), "{field:?} in {problems:#?}");
+        }
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(text
+            .iter()
+            .any(|t| t.contains("put the key in the API key field")));
+        assert!(text.iter().any(|t| t.contains("`broken` needs the form")));
+        assert!(!text.iter().any(|t| t.contains("sk-x")), "{text:?}");
+    }
+
+    #[test]
+    fn arrivals_and_duration_check_their_own_fields() {
+        let plan = Plan::default_for_simulator(BASE);
+        let mut draft = PlanDraft::from_plan(&plan);
+        draft.load = LoadKind::Arrivals;
+        draft.rate_rps = "0".into();
+        let problems = draft.to_plan(&plan).unwrap_err();
+        assert_eq!(problems[0].field, Some(DraftField::Rate));
+        draft.rate_rps = "inf".into();
+        assert!(draft.to_plan(&plan).is_err());
+        draft.load = LoadKind::Duration;
+        draft.duration_s = "".into();
+        let problems = draft.to_plan(&plan).unwrap_err();
+        assert_eq!(problems[0].field, Some(DraftField::Duration));
+        // A ladder ignores both.
+        draft.load = LoadKind::Ladder;
+        assert!(draft.to_plan(&plan).is_ok());
+    }
+}

@@ -1,0 +1,228 @@
+//! The verdict's sentences as data: each variant holds the figures it states, and
+//! [`Sentence::text`] says it in English or Chinese. A document keeps the data, so
+//! a run measured on an English page reads in Chinese too.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Lang;
+
+/// One sentence of a verdict, with the figures it states.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Sentence {
+    /// No level had a successful request.
+    NothingSucceeded,
+    /// Throughput stopped growing after `knee`.
+    Knee {
+        first: u32,
+        first_tps: f64,
+        knee: u32,
+        knee_tps: f64,
+        next: u32,
+        next_tps: f64,
+        gain_pct: f64,
+        knee_ttft_p95_ms: Option<f64>,
+        next_ttft_p95_ms: Option<f64>,
+    },
+    /// Failures at the level after the knee.
+    FailuresAfterKnee { concurrency: u32, n_fail: u64 },
+    /// Throughput still grew at the last step.
+    NoKnee {
+        prev: u32,
+        last: u32,
+        prev_tps: f64,
+        last_tps: f64,
+        gain_pct: f64,
+    },
+    /// A single level: no knee can be found.
+    OneLevel { concurrency: u32 },
+    /// Every level meets the SLO.
+    SloAll,
+    /// The SLO holds up to `up_to` and breaks at `first_bad`.
+    SloUpTo {
+        up_to: u32,
+        first_bad: u32,
+        breaches: Vec<String>,
+    },
+    /// Even the first level breaks the SLO.
+    SloNone {
+        first_bad: u32,
+        breaches: Vec<String>,
+    },
+    /// The 70% rule's level meets the SLO.
+    Safe {
+        pct: f64,
+        rule: u32,
+        ttft_p95_ms: Option<f64>,
+    },
+    /// The rule's level breaks the SLO; a lower measured level does not.
+    SafeLowered {
+        pct: f64,
+        rule: u32,
+        safe: u32,
+        breaches: Vec<String>,
+    },
+    /// No level up to the rule's meets the SLO.
+    NoSafe {
+        pct: f64,
+        rule: u32,
+        breaches: Vec<String>,
+    },
+    /// No knee, but the SLO held up to `up_to`.
+    SloOkWithoutKnee { up_to: u32 },
+    /// The knee is at or above the browser's HTTP/1.1 connection limit, which may
+    /// be what stopped throughput.
+    BrowserLimitedKnee { connections: u32 },
+}
+
+impl Sentence {
+    /// The sentence in `lang`.
+    pub fn text(&self, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        match self {
+            Sentence::NothingSucceeded => if zh {
+                "没有任何一档有成功的请求，无法分析：请看错误面板。"
+            } else {
+                "No level had a successful request, so there is nothing to analyse: see the errors panel."
+            }
+            .into(),
+            Sentence::Knee {
+                first,
+                first_tps,
+                knee,
+                knee_tps,
+                next,
+                next_tps,
+                gain_pct,
+                knee_ttft_p95_ms,
+                next_ttft_p95_ms,
+            } => {
+                let (from, to) = (ms(*knee_ttft_p95_ms), ms(*next_ttft_p95_ms));
+                if zh {
+                    format!("吞吐从并发 {first} 的 {first_tps:.0} tok/s 涨到并发 {knee} 的 {knee_tps:.0} tok/s，但加到并发 {next} 只多了 {gain_pct:.1}%（{next_tps:.0} tok/s），同时 p95 TTFT 从 {from} 升到 {to}：拐点在并发 {knee}。")
+                } else {
+                    format!("Throughput grows from {first_tps:.0} tok/s at concurrency {first} to {knee_tps:.0} tok/s at {knee}, but going to {next} adds only {gain_pct:.1}% ({next_tps:.0} tok/s) while p95 TTFT rises from {from} to {to}: the knee is at concurrency {knee}.")
+                }
+            }
+            Sentence::FailuresAfterKnee {
+                concurrency,
+                n_fail,
+            } => {
+                if zh {
+                    format!("并发 {concurrency} 时还出现了 {n_fail} 个失败请求。")
+                } else {
+                    format!("At {concurrency} there were also {n_fail} failed requests.")
+                }
+            }
+            Sentence::NoKnee {
+                prev,
+                last,
+                prev_tps,
+                last_tps,
+                gain_pct,
+            } => {
+                if zh {
+                    format!("到并发 {last} 还没有拐点：从并发 {prev} 到 {last} 吞吐仍增长了 {gain_pct:.1}%（{prev_tps:.0} → {last_tps:.0} tok/s）。请加大并发梯度继续找拐点。")
+                } else {
+                    format!("No knee up to concurrency {last}: throughput still grew {gain_pct:.1}% from {prev} to {last} ({prev_tps:.0} → {last_tps:.0} tok/s). Test higher concurrency to find where it stops growing.")
+                }
+            }
+            Sentence::OneLevel { concurrency } => {
+                if zh {
+                    format!("只测了一档（并发 {concurrency}），找拐点至少需要两档。")
+                } else {
+                    format!("Only one level (concurrency {concurrency}) was measured: a knee needs at least two.")
+                }
+            }
+            Sentence::SloAll => if zh {
+                "每一档都满足 SLO。"
+            } else {
+                "Every level meets the SLO."
+            }
+            .into(),
+            Sentence::SloUpTo {
+                up_to,
+                first_bad,
+                breaches,
+            } => {
+                let reasons = breaches.join(", ");
+                if zh {
+                    format!("并发 {up_to} 及以下满足 SLO；到并发 {first_bad} 不再满足（{reasons}）。")
+                } else {
+                    format!("The SLO holds up to concurrency {up_to}; at {first_bad} it breaks ({reasons}).")
+                }
+            }
+            Sentence::SloNone {
+                first_bad,
+                breaches,
+            } => {
+                let reasons = breaches.join(", ");
+                if zh {
+                    format!("连并发 {first_bad} 都不满足 SLO（{reasons}）。")
+                } else {
+                    format!("Even concurrency {first_bad} breaks the SLO ({reasons}).")
+                }
+            }
+            Sentence::Safe {
+                pct,
+                rule,
+                ttft_p95_ms,
+            } => {
+                if zh {
+                    let ttft = ttft_p95_ms
+                        .map(|t| format!("（该处 p95 TTFT 约 {t:.0} ms）"))
+                        .unwrap_or_default();
+                    format!("取拐点的 {pct}% 为 {rule}{ttft}：安全并发为 {rule}。")
+                } else {
+                    let ttft = ttft_p95_ms
+                        .map(|t| format!(" (p95 TTFT there about {t:.0} ms)"))
+                        .unwrap_or_default();
+                    format!("{pct}% of the knee is {rule}{ttft}: the safe concurrency is {rule}.")
+                }
+            }
+            Sentence::SafeLowered {
+                pct,
+                rule,
+                safe,
+                breaches,
+            } => {
+                let reasons = breaches.join(", ");
+                if zh {
+                    format!("拐点的 {pct}% 是 {rule}，但该处不满足 SLO（{reasons}）：安全并发取满足 SLO 的最高实测档 {safe}。")
+                } else {
+                    format!("{pct}% of the knee is {rule}, but there the SLO breaks ({reasons}): the safe concurrency is {safe}, the highest measured level within the SLO.")
+                }
+            }
+            Sentence::NoSafe {
+                pct,
+                rule,
+                breaches,
+            } => {
+                let reasons = breaches.join(", ");
+                if zh {
+                    format!("拐点的 {pct}% 是 {rule}，但到该档为止没有满足 SLO 的档位（{reasons}）：在这个 SLO 下没有安全并发。")
+                } else {
+                    format!("{pct}% of the knee is {rule}, but no level up to it meets the SLO ({reasons}): there is no safe concurrency for this SLO.")
+                }
+            }
+            Sentence::SloOkWithoutKnee { up_to } => {
+                if zh {
+                    format!("没有拐点，70% 规则不适用；在 SLO 之内，并发 {up_to} 是没问题的。")
+                } else {
+                    format!("Without a knee the 70% rule does not apply; within the SLO, concurrency {up_to} was fine.")
+                }
+            }
+            Sentence::BrowserLimitedKnee { connections: n } => {
+                if zh {
+                    format!("注意：并发超过 {n} 时，浏览器经 HTTP/1.1 同时最多只发 {n} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请改用 HTTPS（HTTP/2）测出服务端真正的拐点。")
+                } else {
+                    format!("Caution: above concurrency {n} this browser sent at most {n} requests at a time over HTTP/1.1, so this knee may be the browser's limit, not the server's; measure over HTTPS (HTTP/2) to find the server's.")
+                }
+            }
+        }
+    }
+}
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".into(), |v| format!("{v:.0} ms"))
+}

@@ -1,0 +1,163 @@
+//! The plan draft as signals, one per field, so each input re-renders alone. All
+//! checking and conversion is `tokenmeter_core::draft`'s; this only moves values
+//! between the signals and a [`PlanDraft`].
+
+use leptos::prelude::*;
+use tokenmeter_core::{
+    draft::{LoadKind, PlanDraft, PlanProblem},
+    plan::{AuthStyle, Plan},
+    stream::EndpointKind,
+};
+
+/// The plan panel's fields.
+#[derive(Clone, Copy)]
+pub struct DraftSignals {
+    pub base_url: RwSignal<String>,
+    pub model: RwSignal<String>,
+    pub prompt: RwSignal<String>,
+    pub max_tokens: RwSignal<String>,
+    pub timeout_s: RwSignal<String>,
+    pub levels: RwSignal<String>,
+    pub requests_per_level: RwSignal<String>,
+    pub warmup: RwSignal<String>,
+    pub endpoint: RwSignal<EndpointKind>,
+    pub auth: RwSignal<AuthStyle>,
+    pub temperature: RwSignal<String>,
+    pub include_usage: RwSignal<bool>,
+    pub extra_headers: RwSignal<String>,
+    pub extra_body: RwSignal<String>,
+    pub prompt_tokens: RwSignal<String>,
+    pub load: RwSignal<LoadKind>,
+    pub rate_rps: RwSignal<String>,
+    pub poisson: RwSignal<bool>,
+    /// Not shown: kept from the plan so that an imported schedule stays the same.
+    seed: StoredValue<u64>,
+    pub duration_s: RwSignal<String>,
+    pub slo_ttft_ms: RwSignal<String>,
+    pub slo_tpot_ms: RwSignal<String>,
+}
+
+impl DraftSignals {
+    pub fn new(draft: PlanDraft) -> DraftSignals {
+        let signals = DraftSignals {
+            base_url: RwSignal::default(),
+            model: RwSignal::default(),
+            prompt: RwSignal::default(),
+            max_tokens: RwSignal::default(),
+            timeout_s: RwSignal::default(),
+            levels: RwSignal::default(),
+            requests_per_level: RwSignal::default(),
+            warmup: RwSignal::default(),
+            endpoint: RwSignal::default(),
+            auth: RwSignal::default(),
+            temperature: RwSignal::default(),
+            include_usage: RwSignal::default(),
+            extra_headers: RwSignal::default(),
+            extra_body: RwSignal::default(),
+            prompt_tokens: RwSignal::default(),
+            load: RwSignal::default(),
+            rate_rps: RwSignal::default(),
+            poisson: RwSignal::default(),
+            seed: StoredValue::default(),
+            duration_s: RwSignal::default(),
+            slo_ttft_ms: RwSignal::default(),
+            slo_tpot_ms: RwSignal::default(),
+        };
+        signals.set(draft);
+        signals
+    }
+
+    /// The draft as the fields hold it now (not tracked).
+    pub fn get_untracked(&self) -> PlanDraft {
+        PlanDraft {
+            base_url: self.base_url.get_untracked(),
+            model: self.model.get_untracked(),
+            prompt: self.prompt.get_untracked(),
+            max_tokens: self.max_tokens.get_untracked(),
+            timeout_s: self.timeout_s.get_untracked(),
+            levels: self.levels.get_untracked(),
+            requests_per_level: self.requests_per_level.get_untracked(),
+            warmup: self.warmup.get_untracked(),
+            endpoint: self.endpoint.get_untracked(),
+            auth: self.auth.get_untracked(),
+            temperature: self.temperature.get_untracked(),
+            include_usage: self.include_usage.get_untracked(),
+            extra_headers: self.extra_headers.get_untracked(),
+            extra_body: self.extra_body.get_untracked(),
+            prompt_tokens: self.prompt_tokens.get_untracked(),
+            load: self.load.get_untracked(),
+            rate_rps: self.rate_rps.get_untracked(),
+            poisson: self.poisson.get_untracked(),
+            seed: self.seed.get_value(),
+            duration_s: self.duration_s.get_untracked(),
+            slo_ttft_ms: self.slo_ttft_ms.get_untracked(),
+            slo_tpot_ms: self.slo_tpot_ms.get_untracked(),
+        }
+    }
+
+    /// Shows a plan (an import, a shared link); the fields its load mode does not
+    /// use keep what they had.
+    pub fn fill(&self, plan: &Plan) {
+        let mut draft = self.get_untracked();
+        draft.fill(plan);
+        self.set(draft);
+    }
+
+    /// Puts every field of `draft` into its signal. (Destructured, so that a field
+    /// added to the draft cannot be forgotten here.)
+    fn set(&self, draft: PlanDraft) {
+        let PlanDraft {
+            base_url,
+            model,
+            prompt,
+            max_tokens,
+            timeout_s,
+            levels,
+            requests_per_level,
+            warmup,
+            endpoint,
+            auth,
+            temperature,
+            include_usage,
+            extra_headers,
+            extra_body,
+            prompt_tokens,
+            load,
+            rate_rps,
+            poisson,
+            seed,
+            duration_s,
+            slo_ttft_ms,
+            slo_tpot_ms,
+        } = draft;
+        self.base_url.set(base_url);
+        self.model.set(model);
+        self.prompt.set(prompt);
+        self.max_tokens.set(max_tokens);
+        self.timeout_s.set(timeout_s);
+        self.levels.set(levels);
+        self.requests_per_level.set(requests_per_level);
+        self.warmup.set(warmup);
+        self.endpoint.set(endpoint);
+        self.auth.set(auth);
+        self.temperature.set(temperature);
+        self.include_usage.set(include_usage);
+        self.extra_headers.set(extra_headers);
+        self.extra_body.set(extra_body);
+        self.prompt_tokens.set(prompt_tokens);
+        self.load.set(load);
+        self.rate_rps.set(rate_rps);
+        self.poisson.set(poisson);
+        self.seed.set_value(seed);
+        self.duration_s.set(duration_s);
+        self.slo_ttft_ms.set(slo_ttft_ms);
+        self.slo_tpot_ms.set(slo_tpot_ms);
+    }
+
+    /// The plan the fields describe, on top of `base`; every problem as a sentence.
+    pub fn plan(&self, base: &Plan) -> Result<Plan, Vec<String>> {
+        self.get_untracked()
+            .to_plan(base)
+            .map_err(|problems| problems.iter().map(PlanProblem::to_string).collect())
+    }
+}

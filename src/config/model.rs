@@ -1,0 +1,102 @@
+//! The model field with "Load models": the list goes into the field's suggestions.
+//! A new click aborts the request before it, and leaving the page aborts the last.
+
+use leptos::prelude::*;
+use tokenmeter_core::plan::{normalize_base_url, Plan};
+use web_sys::AbortController;
+
+use super::draft::DraftSignals;
+
+#[component]
+pub fn ModelField(
+    draft: DraftSignals,
+    key: RwSignal<String>,
+    base: StoredValue<Plan>,
+    running: Signal<bool>,
+) -> impl IntoView {
+    let models = RwSignal::new(Vec::<String>::new());
+    // `(ok, sentence)`.
+    let note = RwSignal::new(None::<(bool, String)>);
+    let in_flight = StoredValue::new_local(None::<AbortController>);
+    on_cleanup(move || {
+        if let Some(controller) = in_flight.try_get_value().flatten() {
+            controller.abort();
+        }
+    });
+    let on_load = move |_| {
+        // The whole plan when it is valid; otherwise the base URL is enough.
+        let plan = match draft.plan(&base.get_value()) {
+            Ok(plan) => plan,
+            Err(_) => {
+                let mut plan = base.get_value();
+                match normalize_base_url(&draft.base_url.get_untracked()) {
+                    Ok((url, _)) => plan.base_url = url,
+                    Err(problem) => {
+                        note.set(Some((false, problem)));
+                        return;
+                    }
+                }
+                plan
+            }
+        };
+        let Ok(controller) = AbortController::new() else {
+            note.set(Some((false, "this browser has no AbortController".into())));
+            return;
+        };
+        if let Some(previous) = in_flight.get_value() {
+            previous.abort();
+        }
+        in_flight.set_value(Some(controller.clone()));
+        let key = key.get_untracked();
+        note.set(Some((true, "asking the server…".into())));
+        leptos::task::spawn_local(async move {
+            let key = Some(key.as_str()).filter(|k| !k.trim().is_empty());
+            let answer = crate::models::list(&plan, key, &controller.signal()).await;
+            if controller.signal().aborted() {
+                // A newer request (or the page going away) replaced this one.
+                return;
+            }
+            match answer {
+                Ok(ids) if ids.is_empty() => {
+                    note.set(Some((false, "the server lists no models".into())))
+                }
+                Ok(ids) => {
+                    note.set(Some((
+                        true,
+                        format!("models on the server: {}", ids.join(", ")),
+                    )));
+                    if !ids.contains(&draft.model.get_untracked()) {
+                        draft.model.set(ids[0].clone());
+                    }
+                    models.set(ids);
+                }
+                Err(problem) => note.set(Some((false, problem))),
+            }
+        });
+    };
+    view! {
+        <label class="field">
+            <span class="field-label">"Model"</span>
+            <div class="field-inline">
+                <input
+                    data-testid="model"
+                    type="text"
+                    spellcheck="false"
+                    list="model-list"
+                    prop:value=draft.model
+                    prop:disabled=running
+                    on:input=move |ev| draft.model.set(event_target_value(&ev))
+                />
+                <button data-testid="load-models" prop:disabled=running on:click=on_load>
+                    "Load models"
+                </button>
+            </div>
+            <datalist id="model-list">
+                {move || models.get().into_iter().map(|id| view! { <option value=id></option> }).collect_view()}
+            </datalist>
+            {move || note.get().map(|(ok, note)| view! {
+                <p class=if ok { "field-note" } else { "field-error" } data-testid="models-note">{note}</p>
+            })}
+        </label>
+    }
+}

@@ -1,0 +1,112 @@
+//! How one level sends its requests. Concurrency is `spawn_local` tasks (or lanes
+//! joined in one task): a closed-loop level runs `c` lanes, each sending its next
+//! request as soon as its previous one ended. Open-loop arrivals are spawned at
+//! their scheduled instants; if the timer fires late, the delay is recorded as
+//! client queue time, not as TTFT.
+
+use std::{cell::Cell, rc::Rc, time::Duration};
+
+use futures_channel::mpsc;
+use futures_util::{future::join_all, StreamExt};
+use tokenmeter_core::record::{RecordOptions, RequestStart};
+
+use super::{
+    cancel::CancelToken,
+    live::Shared,
+    request::{send, Target},
+};
+
+/// What one level's scheduling needs.
+pub struct Level<'a> {
+    pub shared: &'a Rc<Shared>,
+    pub target: &'a Target,
+    pub cancel: &'a CancelToken,
+    pub options: RecordOptions,
+    /// The level's index in the run.
+    pub index: usize,
+}
+
+impl Level<'_> {
+    /// `concurrency` lanes, each sending its next request when its previous one
+    /// ended, until `limit` requests were sent or `duration_ms` passed.
+    pub async fn closed_loop(
+        &self,
+        concurrency: u32,
+        limit: Option<u32>,
+        duration_ms: Option<f64>,
+    ) {
+        let clock = &self.shared.clock;
+        let n_sent = Cell::new(0u32);
+        let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
+        let lanes = (0..concurrency).map(|_| async {
+            loop {
+                if self.cancel.is_cancelled()
+                    || limit.is_some_and(|n| n_sent.get() >= n)
+                    || deadline_ms.is_some_and(|d| clock.now_ms() >= d)
+                {
+                    break;
+                }
+                n_sent.set(n_sent.get() + 1);
+                self.shared.level(self.index, |l| l.n_in_flight += 1);
+                let now = clock.now_us();
+                let start = RequestStart {
+                    id: self.shared.next_id(),
+                    concurrency,
+                    warmup: false,
+                    wanted_us: now,
+                    sent_us: now,
+                };
+                let record = send(self.target, start, clock, self.cancel, self.options).await;
+                self.shared.record_done(Some(self.index), record);
+            }
+        });
+        join_all(lanes).await;
+    }
+
+    /// Requests that arrive at `offsets_ms` after now, whatever the server's speed.
+    pub async fn open_loop(&self, offsets_ms: &[f64]) {
+        let clock = &self.shared.clock;
+        let level_start_ms = clock.now_ms();
+        let (done_tx, mut done_rx) = mpsc::unbounded::<()>();
+        let mut n_spawned = 0usize;
+        for &offset in offsets_ms {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let due_ms = level_start_ms + offset;
+            let wait_ms = due_ms - clock.now_ms();
+            if wait_ms >= 1.0 {
+                gloo_timers::future::sleep(Duration::from_micros((wait_ms * 1e3) as u64)).await;
+            }
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let start = RequestStart {
+                id: self.shared.next_id(),
+                concurrency: 0,
+                warmup: false,
+                // The arrival was due then; a late timer is client queue time.
+                wanted_us: (due_ms * 1e3).max(0.0) as u64,
+                sent_us: clock.now_us(),
+            };
+            self.shared.level(self.index, |l| l.n_in_flight += 1);
+            n_spawned += 1;
+            let shared = self.shared.clone();
+            let target = self.target.clone();
+            let cancel = self.cancel.clone();
+            let options = self.options;
+            let index = self.index;
+            let done_tx = done_tx.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let record = send(&target, start, &shared.clock, &cancel, options).await;
+                shared.record_done(Some(index), record);
+                let _ = done_tx.unbounded_send(());
+            });
+        }
+        for _ in 0..n_spawned {
+            if done_rx.next().await.is_none() {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! A run against the baseline from history, level by level: TTFT p50/p95, TPOT
+//! p50 and output tokens/s, each with its change in percent.
+
+use leptos::prelude::*;
+use tokenmeter_core::{report::RunDocument, stats::Distribution, summary::Summary};
+
+fn p(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> Option<f64> {
+    d.map(|d| pick(&d))
+}
+
+/// `now (Δ%)` against a baseline value.
+fn delta(now: Option<f64>, then: Option<f64>) -> String {
+    match (now, then) {
+        (Some(now), Some(then)) if then.abs() > f64::EPSILON => {
+            format!("{now:.1} ({:+.0}%)", (now / then - 1.0) * 100.0)
+        }
+        (Some(now), _) => format!("{now:.1}"),
+        _ => "–".into(),
+    }
+}
+
+/// One row of the comparison: this run's level against the baseline's same level.
+fn compare_row(now: &Summary, then: Option<&Summary>) -> impl IntoView {
+    let then_ttft50 = then.and_then(|t| p(t.ttft_ms, |d| d.p50));
+    let then_ttft95 = then.and_then(|t| p(t.ttft_ms, |d| d.p95));
+    let then_tpot50 = then.and_then(|t| p(t.tpot_ms, |d| d.p50));
+    let then_tps = then.map(|t| t.output_tps);
+    view! {
+        <tr data-testid="compare-row" data-concurrency=now.concurrency.unwrap_or_default()>
+            <td>{now.concurrency.unwrap_or_default()}</td>
+            <td data-col="ttft_p50">{delta(p(now.ttft_ms, |d| d.p50), then_ttft50)}</td>
+            <td data-col="ttft_p95">{delta(p(now.ttft_ms, |d| d.p95), then_ttft95)}</td>
+            <td data-col="tpot_p50">{delta(p(now.tpot_ms, |d| d.p50), then_tpot50)}</td>
+            <td data-col="output_tps">{delta(Some(now.output_tps), then_tps)}</td>
+        </tr>
+    }
+}
+
+/// This run against a baseline from history, level by level.
+pub fn comparison(now: &RunDocument, then: &RunDocument) -> impl IntoView {
+    let title = format!("Compared with {} ({})", then.started_at, then.plan.model);
+    let rows = now
+        .levels
+        .iter()
+        .map(|level| {
+            let same = then
+                .levels
+                .iter()
+                .find(|l| l.concurrency == level.concurrency);
+            compare_row(level, same)
+        })
+        .collect_view();
+    view! {
+        <div class="comparison" data-testid="comparison" data-baseline=then.run_id.clone()>
+            <h3>{title}</h3>
+            <table class="grid">
+                <thead>
+                    <tr>
+                        <th>"concurrency"</th>
+                        <th>"TTFT p50 ms (Δ)"</th>
+                        <th>"TTFT p95 ms (Δ)"</th>
+                        <th>"TPOT p50 ms (Δ)"</th>
+                        <th>"output tok/s (Δ)"</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    }
+}

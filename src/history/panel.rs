@@ -1,0 +1,103 @@
+//! The list of kept runs, with view, compare, delete, and import.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use tokenmeter_core::report::{RunDocument, RunStatus};
+
+use super::History;
+use crate::run::RunController;
+
+#[component]
+pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
+    let import_error = RwSignal::new(None::<String>);
+    let import_text = RwSignal::new(String::new());
+    let on_import = move |_| match RunDocument::from_json(&import_text.get_untracked()) {
+        Ok(document) => {
+            history.keep(&document);
+            import_error.set(None);
+            import_text.set(String::new());
+        }
+        Err(problem) => import_error.set(Some(problem)),
+    };
+    view! {
+        <section class="panel history" data-testid="history" aria-labelledby="history-title">
+            <h2 id="history-title">"History"</h2>
+            <Show
+                when=move || history.runs.with(|runs| !runs.is_empty())
+                fallback=|| view! { <p class="muted">"Finished and cancelled runs are kept here, in this browser, to compare with the next one."</p> }
+            >
+                <table class="grid history-table">
+                    <thead>
+                        <tr>
+                            <th>"started"</th>
+                            <th>"model"</th>
+                            <th>"endpoint"</th>
+                            <th>"levels"</th>
+                            <th>"status"</th>
+                            <th>"knee"</th>
+                            <th>"safe"</th>
+                            <th></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=move || history.runs.get() key=|doc| doc.run_id.clone() let:doc>
+                            <HistoryRow doc=doc history=history run=run/>
+                        </For>
+                    </tbody>
+                </table>
+            </Show>
+            <details class="import">
+                <summary>"Import a run document (JSON)"</summary>
+                <textarea
+                    data-testid="history-import-text"
+                    rows="3"
+                    prop:value=import_text
+                    on:input=move |ev| import_text.set(event_target_value(&ev))
+                ></textarea>
+                <button data-testid="history-import" on:click=on_import>"Import"</button>
+                {move || import_error.get().map(|e| view! { <p class="field-error" data-testid="history-import-error">{e}</p> })}
+            </details>
+        </section>
+    }
+}
+
+#[component]
+fn HistoryRow(doc: Arc<RunDocument>, history: History, run: RunController) -> impl IntoView {
+    let run_id = doc.run_id.clone();
+    let levels = doc
+        .levels
+        .iter()
+        .map(|l| l.concurrency.unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let status = match doc.status {
+        RunStatus::Done => "done",
+        RunStatus::Cancelled => "cancelled",
+    };
+    let is_baseline = Signal::derive({
+        let run_id = run_id.clone();
+        move || history.is_baseline(&run_id)
+    });
+    let compare_id = run_id.clone();
+    let remove_id = run_id.clone();
+    let view_doc = doc.clone();
+    view! {
+        <tr data-testid="history-row" data-run-id=run_id class:baseline=is_baseline>
+            <td>{doc.started_at.replace('T', " ").chars().take(19).collect::<String>()}</td>
+            <td>{doc.plan.model.clone()}</td>
+            <td class="endpoint">{doc.plan.base_url.clone()}</td>
+            <td>{levels}</td>
+            <td>{status}</td>
+            <td>{doc.verdict.knee.map_or("–".into(), |k| k.to_string())}</td>
+            <td>{doc.verdict.safe_concurrency.map_or("–".into(), |k| k.to_string())}</td>
+            <td class="row-actions">
+                <button data-testid="history-view" on:click=move |_| run.show(view_doc.clone())>"View"</button>
+                <button data-testid="history-compare" on:click=move |_| history.toggle_baseline(&compare_id)>
+                    {move || if is_baseline.get() { "Baseline ✓" } else { "Compare" }}
+                </button>
+                <button data-testid="history-delete" on:click=move |_| history.remove(&remove_id)>"Delete"</button>
+            </td>
+        </tr>
+    }
+}

@@ -1,0 +1,54 @@
+//! The errors panel: failures grouped by kind, each with its hint (in the page's
+//! language), its detail and one sample of what the server said.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use tokenmeter_core::{
+    error::{ErrorKind, Lang},
+    report::RunDocument,
+};
+
+/// Failures of one kind, with one sample.
+#[derive(Clone)]
+pub struct Group {
+    kind: ErrorKind,
+    n: usize,
+    detail: String,
+    sample: Option<String>,
+}
+
+/// The failures of a run (warm-ups excluded), by kind.
+pub fn error_groups(document: &RunDocument) -> Vec<Group> {
+    let mut groups: BTreeMap<ErrorKind, Group> = BTreeMap::new();
+    for record in document.records.iter().filter(|r| !r.warmup) {
+        if let Some(err) = &record.error {
+            let group = groups.entry(err.kind).or_insert_with(|| Group {
+                kind: err.kind,
+                n: 0,
+                detail: err.detail.clone(),
+                sample: err.body_sample.clone(),
+            });
+            group.n += 1;
+        }
+    }
+    groups.into_values().collect()
+}
+
+#[component]
+pub fn ErrorGroup(group: Group, lang: RwSignal<Lang>) -> impl IntoView {
+    let kind = group.kind;
+    view! {
+        <div class="error-group" data-testid="error-group" data-kind=kind.name()>
+            <p class="error-title">
+                <strong>{move || kind.title(lang.get())}</strong>
+                <span class="count">{format!(" ×{}", group.n)}</span>
+                <code class="kind">{kind.name()}</code>
+            </p>
+            <p class="hint" data-testid="error-hint">{move || kind.hint(lang.get())}</p>
+            <p class="detail">{group.detail}</p>
+            // A server's body is shown as text, never as HTML.
+            {group.sample.map(|sample| view! { <pre class="sample" data-testid="error-sample">{sample}</pre> })}
+        </div>
+    }
+}

@@ -1,0 +1,58 @@
+//! The export buttons: the run document (JSON), the levels and the requests as CSV,
+//! and a Markdown report in the page's language. Every export is made from the run
+//! document, which never holds the key.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use tokenmeter_core::{error::Lang, report::RunDocument};
+use wasm_bindgen::JsCast;
+
+#[component]
+pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
+    // Each button renders its file when clicked, from the one shared document.
+    let button = move |testid: &'static str,
+                       text: &'static str,
+                       suffix: &'static str,
+                       mime: &'static str,
+                       render: fn(&RunDocument, Lang) -> String| {
+        let document = document.clone();
+        view! {
+            <button data-testid=testid on:click=move |_| {
+                let name = format!("tokenmeter-{}{suffix}", document.run_id);
+                download(&name, mime, &render(&document, lang.get_untracked()));
+            }>
+                {text}
+            </button>
+        }
+    };
+    view! {
+        <div class="actions">
+            {button("export-json", "Export JSON", ".json", "application/json", |d, _| d.to_json())}
+            {button("export-csv", "Levels CSV", "-levels.csv", "text/csv", |d, _| d.levels_csv())}
+            {button("export-requests-csv", "Requests CSV", "-requests.csv", "text/csv", |d, _| d.requests_csv())}
+            {button("export-md", "Markdown", ".md", "text/markdown", RunDocument::markdown)}
+        </div>
+    }
+}
+
+/// Offers `text` as a file.
+fn download(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let Ok(anchor) = leptos::prelude::document().create_element("a") else {
+        return;
+    };
+    let anchor: web_sys::HtmlAnchorElement = anchor.unchecked_into();
+    anchor.set_href(&url);
+    anchor.set_download(name);
+    anchor.click();
+    let _ = web_sys::Url::revoke_object_url(&url);
+}

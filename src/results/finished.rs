@@ -1,0 +1,195 @@
+//! A finished (or cancelled) run: one row per level with the article's columns and
+//! more, the comparison with a baseline, the verdict, the run conditions, the
+//! errors and the exports. It only reads the run document; it computes nothing.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use tokenmeter_core::{
+    error::Lang,
+    report::{RunDocument, RunStatus},
+    stats::Distribution,
+    summary::Summary,
+};
+
+use super::{
+    errors::{error_groups, ErrorGroup},
+    export::Exports,
+    level_name,
+};
+use crate::history::{comparison, History};
+
+fn ms(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> String {
+    d.map_or_else(|| "–".into(), |d| format!("{:.1}", pick(&d)))
+}
+
+/// `zh` in Chinese, `en` otherwise.
+fn say(lang: RwSignal<Lang>, en: &'static str, zh: &'static str) -> impl Fn() -> &'static str {
+    move || if lang.get() == Lang::Zh { zh } else { en }
+}
+
+#[component]
+pub fn Finished(
+    document: Arc<RunDocument>,
+    lang: RwSignal<Lang>,
+    history: History,
+) -> impl IntoView {
+    let comparison = {
+        let now = document.clone();
+        move || {
+            history
+                .baseline_document()
+                .filter(|then| then.run_id != now.run_id)
+                .map(|then| comparison(&now, &then))
+        }
+    };
+    let any_reasoning = document.records.iter().any(|r| r.n_reasoning_events > 0);
+    let verdict = &document.verdict;
+    // The hooks' attributes are empty where the cells show a dash.
+    let attr = |c: Option<u32>| c.map(|c| c.to_string()).unwrap_or_default();
+    let cell = |c: Option<u32>| c.map_or_else(|| "–".into(), |c| c.to_string());
+    let (knee_attr, safe_attr) = (attr(verdict.knee), attr(verdict.safe_concurrency));
+    let (knee, safe) = (cell(verdict.knee), cell(verdict.safe_concurrency));
+    let errors = error_groups(&document);
+    let has_notes = !document.environment.notes_in(Lang::En).is_empty();
+    let cancelled = document.status == RunStatus::Cancelled;
+    let verdict_text = {
+        let document = document.clone();
+        move || document.verdict.text(lang.get())
+    };
+    let notes = {
+        let document = document.clone();
+        move || {
+            document
+                .environment
+                .notes_in(lang.get())
+                .into_iter()
+                .map(|n| view! { <li>{n}</li> })
+                .collect_view()
+        }
+    };
+    view! {
+        <div class="finished">
+            {cancelled.then(|| view! {
+                <p class="callout" data-testid="cancelled-note">
+                    "Cancelled: everything measured before Cancel is kept below."
+                </p>
+            })}
+            <div class="table-scroll">
+                <table class="grid" data-testid="results-table">
+                    <thead>
+                        <tr>
+                            <th>"concurrency"</th>
+                            <th>"n_ok"</th>
+                            <th>"n_fail"</th>
+                            <th>"TTFT p50"</th>
+                            <th>"TTFT p95"</th>
+                            <th>"TTFT p99"</th>
+                            {any_reasoning.then(|| view! { <th title="time to first answer token">"answer p50"</th> })}
+                            <th>"TPOT p50"</th>
+                            <th>"TPOT p95"</th>
+                            <th>"ITL p99"</th>
+                            <th>"E2E p95"</th>
+                            <th>"TPS mean"</th>
+                            <th>"output tok/s"</th>
+                            <th>"req/s"</th>
+                            <th>"goodput/s"</th>
+                            <th>"queue p95"</th>
+                            <th title="time in the browser between fetch and the request leaving it">"browser wait p95"</th>
+                            <th title="TTFT counted from when the request left the browser">"TTFT after send p50"</th>
+                            <th>"HTTP"</th>
+                            <th>"tokens"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {document.levels.iter().map(|s| result_row(s, any_reasoning)).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            {comparison}
+            <p class="muted small">
+                "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out."
+            </p>
+            <div
+                class="verdict"
+                data-testid="verdict"
+                data-knee=knee_attr
+                data-safe=safe_attr
+            >
+                <h3>{say(lang, "Verdict", "结论")}</h3>
+                <dl class="verdict-facts">
+                    <dt>{say(lang, "knee", "拐点")}</dt>
+                    <dd data-testid="verdict-knee">{knee}</dd>
+                    <dt>{say(lang, "safe concurrency", "安全并发")}</dt>
+                    <dd data-testid="verdict-safe">{safe}</dd>
+                </dl>
+                <p data-testid="verdict-text">{verdict_text}</p>
+            </div>
+            {has_notes.then(|| view! {
+                <ul class="env-notes" data-testid="environment-notes">{notes}</ul>
+            })}
+            {(!errors.is_empty()).then(|| view! {
+                <div class="errors" data-testid="errors">
+                    <h3>{say(lang, "Why requests failed", "失败原因")}</h3>
+                    {errors.into_iter().map(|group| view! { <ErrorGroup group=group lang=lang/> }).collect_view()}
+                </div>
+            })}
+            <Exports document=document.clone() lang=lang/>
+        </div>
+    }
+}
+
+/// What the `tokens` column says: where N_out came from.
+fn token_source(s: &Summary) -> String {
+    if s.n_ok == 0 {
+        "–".to_owned()
+    } else if s.n_usage_counted == s.n_ok {
+        if s.n_mismatched > 0 {
+            format!("usage (chunks differ by {:.1})", s.mean_abs_mismatch)
+        } else {
+            "usage".into()
+        }
+    } else if s.n_usage_counted == 0 {
+        "chunks".into()
+    } else {
+        format!("usage {}/{}", s.n_usage_counted, s.n_ok)
+    }
+}
+
+fn result_row(s: &Summary, any_reasoning: bool) -> impl IntoView {
+    let protocols = if s.protocols.is_empty() {
+        "–".to_owned()
+    } else {
+        s.protocols.keys().cloned().collect::<Vec<_>>().join(" ")
+    };
+    let fails: String = s
+        .fails_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{} ×{n}", kind.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    view! {
+        <tr data-testid="results-row" data-concurrency=s.concurrency.unwrap_or_default()>
+            <td>{level_name(s.concurrency)}</td>
+            <td data-col="n_ok">{s.n_ok}</td>
+            <td data-col="n_fail" title=fails>{s.n_fail}</td>
+            <td data-col="ttft_p50">{ms(s.ttft_ms, |d| d.p50)}</td>
+            <td data-col="ttft_p95">{ms(s.ttft_ms, |d| d.p95)}</td>
+            <td data-col="ttft_p99">{ms(s.ttft_ms, |d| d.p99)}</td>
+            {any_reasoning.then(|| view! { <td data-col="ttfat_p50">{ms(s.ttfat_ms, |d| d.p50)}</td> })}
+            <td data-col="tpot_p50">{ms(s.tpot_ms, |d| d.p50)}</td>
+            <td data-col="tpot_p95">{ms(s.tpot_ms, |d| d.p95)}</td>
+            <td data-col="itl_p99">{ms(s.itl_ms, |d| d.p99)}</td>
+            <td data-col="e2e_p95">{ms(s.e2e_ms, |d| d.p95)}</td>
+            <td data-col="tps_mean">{s.decode_tps.map_or("–".into(), |d| format!("{:.1}", d.mean))}</td>
+            <td data-col="output_tps">{format!("{:.1}", s.output_tps)}</td>
+            <td data-col="request_rps">{format!("{:.2}", s.request_throughput_rps)}</td>
+            <td data-col="goodput_rps">{s.goodput_rps.map_or("–".into(), |g| format!("{g:.2}"))}</td>
+            <td data-col="queue_p95">{ms(s.queue_ms, |d| d.p95)}</td>
+            <td data-col="browser_wait_p95">{ms(s.browser_wait_ms, |d| d.p95)}</td>
+            <td data-col="ttft_after_send_p50">{ms(s.ttft_after_send_ms, |d| d.p50)}</td>
+            <td data-col="protocol">{protocols}</td>
+            <td data-col="tokens">{token_source(s)}</td>
+        </tr>
+    }
+}

@@ -1,0 +1,124 @@
+//! The live view while a run goes: one row per level, updated in place from the
+//! progress the worker posts (at most ten times a second), and the conditions
+//! found so far.
+
+use leptos::prelude::*;
+use tokenmeter_core::error::Lang;
+
+use super::level_name;
+use crate::{
+    protocol::{LevelProgress, LevelState, Progress},
+    run::RunController,
+};
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or("–".into(), |v| format!("{v:.1}"))
+}
+
+#[component]
+pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
+    let progress: Memo<Option<Progress>> =
+        Memo::new(move |_| run.view.with(|view| view.progress().cloned()));
+    let started = Memo::new(move |_| progress.with(Option::is_some));
+    let with_progress = move |f: fn(&Progress) -> String| {
+        move || progress.with(|p| p.as_ref().map(f).unwrap_or_default())
+    };
+    let notes = move || {
+        progress.with(|p| {
+            p.as_ref()
+                .map(|p| {
+                    p.conditions
+                        .iter()
+                        .map(|c| c.text(lang.get()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    };
+    // Rows are keyed by level: each keeps its element and updates its cells.
+    let level_keys = move || {
+        progress.with(|p| {
+            p.as_ref()
+                .map(|p| {
+                    (0..p.levels.len())
+                        .map(|i| (i, p.levels[i].concurrency))
+                        .collect()
+                })
+                .unwrap_or_else(Vec::new)
+        })
+    };
+    view! {
+        <Show
+            when=move || started.get()
+            fallback=|| view! { <p class="muted" data-testid="live-starting">"Starting…"</p> }
+        >
+            <div class="live" data-testid="live">
+                <p class="muted">
+                    {with_progress(|p| {
+                        let warmup = if p.n_warmup > 0 {
+                            format!("warm-up {}/{} · ", p.n_warmup_done, p.n_warmup)
+                        } else {
+                            String::new()
+                        };
+                        format!("{warmup}elapsed {:.1} s", p.elapsed_ms / 1e3)
+                    })}
+                </p>
+                <Show when=move || !notes().is_empty()>
+                    <ul class="callout warn" data-testid="live-notes">
+                        {move || notes().into_iter().map(|note| view! { <li data-testid="live-note">{note}</li> }).collect_view()}
+                    </ul>
+                </Show>
+                <table class="grid">
+                    <thead>
+                        <tr>
+                            <th>"concurrency"</th>
+                            <th>"state"</th>
+                            <th>"done"</th>
+                            <th>"in flight"</th>
+                            <th>"failed"</th>
+                            <th>"elapsed s"</th>
+                            <th>"TTFT p50 ms"</th>
+                            <th>"TTFT p95 ms"</th>
+                            <th>"output tok/s"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=level_keys key=|key| *key let:key>
+                            <LiveRow progress=progress index=key.0/>
+                        </For>
+                    </tbody>
+                </table>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
+    let level = Memo::new(move |_| {
+        progress.with(|p| {
+            p.as_ref()
+                .and_then(|p| p.levels.get(index).cloned())
+                .unwrap_or_default()
+        })
+    });
+    let cell = move |f: fn(&LevelProgress) -> String| move || level.with(f);
+    let state = move || match level.with(|l| l.state) {
+        LevelState::Waiting => "waiting",
+        LevelState::Running => "running",
+        LevelState::Done => "done",
+    };
+    view! {
+        <tr data-testid="live-row" data-concurrency=move || level.with(|l| l.concurrency) data-state=state>
+            <td>{cell(|l| level_name(Some(l.concurrency)))}</td>
+            <td>{state}</td>
+            <td>{cell(|l| if l.n_planned > 0 { format!("{}/{}", l.n_done, l.n_planned) } else { l.n_done.to_string() })}</td>
+            <td>{cell(|l| l.n_in_flight.to_string())}</td>
+            <td>{cell(|l| l.n_failed.to_string())}</td>
+            <td>{cell(|l| format!("{:.1}", l.elapsed_ms / 1e3))}</td>
+            <td>{cell(|l| ms(l.ttft_p50_ms))}</td>
+            <td>{cell(|l| ms(l.ttft_p95_ms))}</td>
+            <td>{cell(|l| format!("{:.1}", l.output_tps))}</td>
+        </tr>
+    }
+}

@@ -1,0 +1,179 @@
+//! The page's side of the engine worker: its life cycle as a type. A worker is
+//! *loading* (messages queue until it says `Ready`, since a classic worker drops
+//! what arrives before its wasm has set `onmessage`), *ready*, or *broken* (it
+//! failed to load, or said something unreadable). A broken worker is terminated at
+//! once, and the next message starts a fresh one, so one failure never leaves the
+//! page waiting forever.
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
+use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
+
+use crate::protocol::{FromWorker, ToWorker};
+
+/// Where Trunk puts the worker's loader, relative to the page (so a sub-path works).
+const WORKER_URL: &str = "./worker_loader.js";
+
+/// Messages travel as JSON strings: one copy across threads, however large the
+/// run document (a JS object tree would cost one allocation per field).
+fn json(message: &ToWorker) -> String {
+    serde_json::to_string(message).expect("messages serialise")
+}
+
+/// What the worker said, or that it broke.
+pub enum WorkerEvent {
+    Message(FromWorker),
+    /// The worker is gone; the sentence says why.
+    Broken(String),
+}
+
+/// A started worker and the handlers that live as long as it does.
+struct Started {
+    worker: Worker,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+enum WorkerState {
+    /// No worker yet, or the last one broke (and was terminated).
+    None,
+    /// Started; these messages wait for `Ready`.
+    Loading {
+        started: Started,
+        queued: Vec<String>,
+    },
+    Ready(Started),
+}
+
+/// The engine worker, started on first use and replaced when it breaks.
+#[derive(Clone, Copy)]
+pub struct EngineWorker {
+    state: StoredValue<WorkerState, LocalStorage>,
+    on_event: StoredValue<Rc<dyn Fn(WorkerEvent)>, LocalStorage>,
+}
+
+impl EngineWorker {
+    /// A handle that calls `on_event` with every message and every failure.
+    pub fn new(on_event: impl Fn(WorkerEvent) + 'static) -> EngineWorker {
+        EngineWorker {
+            state: StoredValue::new_local(WorkerState::None),
+            on_event: StoredValue::new_local(Rc::new(on_event)),
+        }
+    }
+
+    /// Posts a message, starting a worker first when there is none.
+    pub fn post(&self, message: &ToWorker) -> Result<(), String> {
+        if self.state.with_value(|s| matches!(s, WorkerState::None)) {
+            let started = self.start()?;
+            // A new worker learns whether the page is hidden before anything else.
+            let hidden = leptos::prelude::document().hidden();
+            let queued = hidden
+                .then(|| json(&ToWorker::Visibility { hidden }))
+                .into_iter()
+                .collect();
+            self.state
+                .set_value(WorkerState::Loading { started, queued });
+        }
+        self.post_to_current(message)
+    }
+
+    /// Posts a message to the worker there is, if any; never starts one.
+    pub fn post_to_current(&self, message: &ToWorker) -> Result<(), String> {
+        let json = json(message);
+        let sent = self.state.try_update_value(|state| match state {
+            WorkerState::None => Ok(()),
+            WorkerState::Loading { queued, .. } => {
+                queued.push(json);
+                Ok(())
+            }
+            WorkerState::Ready(started) => started
+                .worker
+                .post_message(&JsValue::from_str(&json))
+                .map_err(|err| format!("the engine worker refused the message: {err:?}")),
+        });
+        sent.unwrap_or(Ok(()))
+    }
+
+    fn start(&self) -> Result<Started, String> {
+        // Trunk's loader uses importScripts: a classic worker, not a module one.
+        let options = WorkerOptions::new();
+        options.set_type(WorkerType::Classic);
+        let worker = Worker::new_with_options(WORKER_URL, &options)
+            .map_err(|err| format!("the engine worker could not start: {err:?}"))?;
+        let handle = *self;
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            let Some(text) = event.data().as_string() else {
+                return;
+            };
+            match serde_json::from_str::<FromWorker>(&text) {
+                Ok(FromWorker::Ready) => handle.ready(),
+                Ok(message) => handle.emit(WorkerEvent::Message(message)),
+                // A worker from another build (a stale cached copy) speaks another
+                // protocol: start afresh rather than guess.
+                Err(err) => handle.broke(format!("unreadable message from the engine: {err}")),
+            }
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
+            handle.broke(format!(
+                "the engine worker failed to load ({WORKER_URL}); see the browser console"
+            ));
+        });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Ok(Started {
+            worker,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    }
+
+    /// The worker listens: send what waited.
+    fn ready(&self) {
+        let previous = self
+            .state
+            .try_update_value(|state| std::mem::replace(state, WorkerState::None));
+        let Some(WorkerState::Loading { started, queued }) = previous else {
+            // Ready twice, or from a worker already dropped: keep what was there.
+            if let Some(previous) = previous {
+                self.state.set_value(previous);
+            }
+            return;
+        };
+        let mut refused = None;
+        for json in queued {
+            if let Err(err) = started.worker.post_message(&JsValue::from_str(&json)) {
+                refused = Some(format!("the engine worker refused the message: {err:?}"));
+            }
+        }
+        self.state.set_value(WorkerState::Ready(started));
+        if let Some(reason) = refused {
+            self.broke(reason);
+        }
+    }
+
+    /// Terminates the worker (its pending messages go with it) and says why.
+    fn broke(&self, reason: String) {
+        let previous = self
+            .state
+            .try_update_value(|state| std::mem::replace(state, WorkerState::None));
+        match previous {
+            Some(WorkerState::Loading { started, .. }) | Some(WorkerState::Ready(started)) => {
+                started.worker.terminate();
+                // The handlers are dropped after this call returns: the event
+                // being handled may be one of theirs.
+                let handlers = Rc::new(started);
+                wasm_bindgen_futures::spawn_local(async move { drop(handlers) });
+            }
+            _ => {}
+        }
+        self.emit(WorkerEvent::Broken(reason));
+    }
+
+    fn emit(&self, event: WorkerEvent) {
+        if let Some(on_event) = self.on_event.try_get_value() {
+            on_event(event);
+        }
+    }
+}
