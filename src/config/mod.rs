@@ -20,7 +20,7 @@ mod share;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    browser::{self, HTTP1_CONNECTIONS_PER_HOST},
+    browser::{self, Engine, HTTP1_CONNECTIONS_PER_HOST},
     draft::PlanDraft,
     plan::{import_config, is_mixed_content, normalize_base_url, parse_levels, Plan},
 };
@@ -167,23 +167,36 @@ fn LevelsCheck(levels: RwSignal<String>) -> impl IntoView {
 }
 
 /// Over plain HTTP the browser speaks HTTP/1.1 and holds requests beyond six per
-/// host: said before the run, from the URL and the top level.
+/// host (WebKitGTK does over HTTP/2 too): said before the run, from the URL, the
+/// top level and this browser's engine.
 #[component]
 fn ConnectionWarning(draft: DraftSignals) -> impl IntoView {
+    let engine = web_sys::window()
+        .and_then(|w| w.navigator().user_agent().ok())
+        .map_or(Engine::Unknown, |ua| Engine::from_user_agent(&ua));
     move || {
         let top = parse_levels(&draft.levels.get())
             .ok()
             .and_then(|l| l.last().copied())
             .unwrap_or(0);
-        draft.base_url.with(|url| browser::will_queue(url, top)).then(|| {
-            view! {
-                <p class="callout warn" data-testid="connection-warning">
-                    {format!(
-                        "Concurrency {top} over http:// runs on HTTP/1.1, where the browser opens at most {HTTP1_CONNECTIONS_PER_HOST} connections per host and holds the other requests back: from concurrency {} on, part of the measured TTFT is the browser's own queue. Use an https:// endpoint (HTTP/2) to test higher concurrency.",
-                        HTTP1_CONNECTIONS_PER_HOST + 1
-                    )}
-                </p>
-            }
+        let plain = draft.base_url.with(|url| browser::is_plain_http(url));
+        let queues = draft
+            .base_url
+            .with(|url| browser::will_queue(engine, url, top));
+        let max = HTTP1_CONNECTIONS_PER_HOST;
+        queues.then(|| {
+            let text = if plain {
+                format!(
+                    "Concurrency {top} over http:// runs on HTTP/1.1, where the browser opens at most {max} connections per host and holds the other requests back: from concurrency {} on, part of the measured TTFT is the browser's own queue. Use an https:// endpoint (HTTP/2) to test higher concurrency.",
+                    max + 1
+                )
+            } else {
+                format!(
+                    "This browser sends at most {max} requests at a time to one host, even over HTTP/2: from concurrency {} on, part of the measured TTFT is the browser's own queue. Use Chromium or Firefox to test higher concurrency.",
+                    max + 1
+                )
+            };
+            view! { <p class="callout warn" data-testid="connection-warning">{text}</p> }
         })
     }
 }

@@ -4,7 +4,9 @@
 
 use std::cell::{Cell, RefCell};
 
-use tokenmeter_core::{condition, plan::Plan, record::RequestRecord, summary::LevelStats};
+use tokenmeter_core::{
+    browser::Engine, condition, plan::Plan, record::RequestRecord, summary::LevelStats,
+};
 
 use super::clock::Clock;
 use crate::protocol::{LevelProgress, LevelState, Progress};
@@ -12,6 +14,8 @@ use crate::protocol::{LevelProgress, LevelState, Progress};
 /// The state the lanes and the progress ticker share.
 pub struct Shared {
     pub clock: Clock,
+    /// The engine this runs in: where it queues requests, and what it shows of that.
+    engine: Engine,
     records: RefCell<Vec<RequestRecord>>,
     progress: RefCell<Progress>,
     /// One accumulator per level, for the live percentiles.
@@ -27,9 +31,10 @@ pub struct Shared {
 
 impl Shared {
     /// `levels` are `(concurrency, requests planned)`.
-    pub fn new(clock: Clock, n_warmup: u32, levels: &[(u32, u32)]) -> Shared {
+    pub fn new(clock: Clock, engine: Engine, n_warmup: u32, levels: &[(u32, u32)]) -> Shared {
         Shared {
             clock,
+            engine,
             records: RefCell::new(Vec::new()),
             progress: RefCell::new(Progress {
                 n_warmup,
@@ -43,7 +48,12 @@ impl Shared {
                     .collect(),
                 ..Progress::default()
             }),
-            live: RefCell::new(levels.iter().map(|&(c, _)| LevelStats::new(c)).collect()),
+            live: RefCell::new(
+                levels
+                    .iter()
+                    .map(|&(c, _)| LevelStats::for_engine(c, engine))
+                    .collect(),
+            ),
             level_started_ms: RefCell::new(vec![0.0; levels.len()]),
             next_id: Cell::new(0),
             finished: Cell::new(false),
@@ -142,7 +152,7 @@ impl Shared {
         }
         // The same conditions the finished run's document will have, as soon as a
         // level's first requests show the protocol: no need to wait for the end.
-        progress.conditions = condition::browser_queue(&summaries);
+        progress.conditions = condition::browser_queue(&summaries, self.engine);
         progress
     }
 }

@@ -72,7 +72,13 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     let resolution_us = clock.resolution_us();
     super::request::reset_resource_timing();
     let levels = levels(&plan);
-    let shared = Rc::new(Shared::new(clock.clone(), plan.warmup_requests, &levels));
+    let environment = environment(resolution_us);
+    let shared = Rc::new(Shared::new(
+        clock.clone(),
+        environment.engine(),
+        plan.warmup_requests,
+        &levels,
+    ));
 
     // Progress, at a bounded rate, until the run ends.
     wasm_bindgen_futures::spawn_local({
@@ -161,7 +167,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     };
     post(FromWorker::Progress(shared.snapshot(&plan)));
     let records = shared.finish();
-    let mut environment = environment(resolution_us);
+    let mut environment = environment;
     environment.conditions.extend(conditions);
     let document = RunDocument::build(
         input.run_id,

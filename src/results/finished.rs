@@ -51,6 +51,15 @@ pub fn Finished(
     let (knee_attr, safe_attr) = (attr(verdict.knee), attr(verdict.safe_concurrency));
     let (knee, safe) = (cell(verdict.knee), cell(verdict.safe_concurrency));
     let errors = error_groups(&document);
+    // Which browser measured the run: engines differ (see the README's table).
+    let measured_by = document.environment.browser().map(|browser| {
+        let timer = document
+            .environment
+            .timer_resolution_us
+            .map(|us| format!(", timer {us:.0} µs"))
+            .unwrap_or_default();
+        format!("{}{timer}", browser.label())
+    });
     let has_notes = !document.environment.notes_in(Lang::En).is_empty();
     let cancelled = document.status == RunStatus::Cancelled;
     let verdict_text = {
@@ -107,6 +116,11 @@ pub fn Finished(
                 </table>
             </div>
             {comparison}
+            {measured_by.map(|text| view! {
+                <p class="muted small" data-testid="measured-by">
+                    {say(lang, "Measured in ", "测量浏览器：")}{text}
+                </p>
+            })}
             <p class="muted small">
                 "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out."
             </p>

@@ -9,8 +9,19 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::HTTP1_CONNECTIONS_PER_HOST, error::Lang, stats::Distribution, summary::Summary,
+    browser::{Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST},
+    error::Lang,
+    stats::Distribution,
+    summary::Summary,
 };
+
+fn http1() -> String {
+    HTTP1.to_owned()
+}
+
+fn six() -> u32 {
+    HTTP1_CONNECTIONS_PER_HOST
+}
 
 /// Something that affected the figures of a run or of one level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +35,16 @@ pub enum RunCondition {
         wait_p95_ms: Option<f64>,
         /// TTFT after the request left the browser, at p50.
         ttft_after_send_p50_ms: Option<f64>,
+        /// The protocol the browser spoke (`nextHopProtocol`).
+        #[serde(default = "http1")]
+        protocol: String,
+        /// How many requests the browser had in flight to the host.
+        #[serde(default = "six")]
+        connections: u32,
+        /// This engine's Resource Timing does not show the wait (Firefox; WebKitGTK
+        /// over HTTP/2), so it cannot be split off TTFT.
+        #[serde(default)]
+        wait_hidden: bool,
     },
     /// Requests waited in the browser on an open connection as long as a CORS
     /// preflight takes, more than once: the server probably sends no
@@ -46,29 +67,47 @@ impl RunCondition {
     /// The condition as a sentence a user can act on.
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
-        let max = HTTP1_CONNECTIONS_PER_HOST;
         match *self {
             RunCondition::BrowserQueue {
                 concurrency,
                 wait_p95_ms,
                 ttft_after_send_p50_ms,
+                ref protocol,
+                connections: max,
+                wait_hidden,
             } => {
                 if zh {
-                    let wait = wait_p95_ms
-                        .map(|ms| format!("p95 为 {ms:.0} ms"))
-                        .unwrap_or_else(|| "未知的时长".into());
+                    let wait = match wait_p95_ms {
+                        Some(ms) => format!("p95 为 {ms:.0} ms"),
+                        None if wait_hidden => {
+                            "时长未知：这个浏览器的 Resource Timing 不显示这段等待".into()
+                        }
+                        None => "未知的时长".into(),
+                    };
                     let after = ttft_after_send_p50_ms
                         .map(|ms| format!("；发出后的 TTFT p50 为 {ms:.0} ms"))
                         .unwrap_or_default();
-                    format!("并发 {concurrency}：浏览器使用 HTTP/1.1，每个主机最多 {max} 个连接，请求在发出前被浏览器扣住（{wait}）{after}；要测超过 {max} 的并发，请使用 HTTPS 端点（HTTP/2）")
+                    if protocol == HTTP1 {
+                        format!("并发 {concurrency}：浏览器使用 HTTP/1.1，每个主机最多 {max} 个连接，请求在发出前被浏览器扣住（{wait}）{after}；要测超过 {max} 的并发，请使用 HTTPS 端点（HTTP/2）")
+                    } else {
+                        format!("并发 {concurrency}：这个浏览器即使用 {protocol} 也最多同时向一个主机发 {max} 个请求，其余请求在发出前被扣住（{wait}）{after}；要测超过 {max} 的并发，请用 Chromium 或 Firefox")
+                    }
                 } else {
-                    let wait = wait_p95_ms
-                        .map(|ms| format!("{ms:.0} ms at p95"))
-                        .unwrap_or_else(|| "an unknown time".into());
+                    let wait = match wait_p95_ms {
+                        Some(ms) => format!("{ms:.0} ms at p95"),
+                        None if wait_hidden => {
+                            "a time this browser's Resource Timing does not show".into()
+                        }
+                        None => "an unknown time".into(),
+                    };
                     let after = ttft_after_send_p50_ms
                         .map(|ms| format!("; TTFT after sending was {ms:.0} ms at p50"))
                         .unwrap_or_default();
-                    format!("concurrency {concurrency}: the browser spoke HTTP/1.1, which allows {max} connections per host, and held requests back for {wait} before sending them{after}; use an HTTPS endpoint (HTTP/2) to measure the server beyond {max}")
+                    if protocol == HTTP1 {
+                        format!("concurrency {concurrency}: the browser spoke HTTP/1.1, which allows {max} connections per host, and held requests back for {wait} before sending them{after}; use an HTTPS endpoint (HTTP/2) to measure the server beyond {max}")
+                    } else {
+                        format!("concurrency {concurrency}: this browser sends at most {max} requests at a time to one host even over {protocol}, and held the others back for {wait} before sending them{after}; use Chromium or Firefox to measure the server beyond {max}")
+                    }
                 }
             }
             RunCondition::UncachedPreflight {
@@ -125,15 +164,24 @@ pub fn level_name(concurrency: u32, lang: Lang) -> String {
     }
 }
 
-/// Levels where the browser itself queued requests (see [`Summary::browser_queued`]).
-pub fn browser_queue(levels: &[Summary]) -> Vec<RunCondition> {
+/// Levels where `engine` itself queued requests (see [`Summary::browser_queued`]).
+pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
     levels
         .iter()
-        .filter(|s| s.browser_queued())
-        .map(|s| RunCondition::BrowserQueue {
-            concurrency: s.concurrency.unwrap_or(0),
-            wait_p95_ms: s.browser_wait_ms.map(|d| d.p95),
-            ttft_after_send_p50_ms: s.ttft_after_send_ms.map(|d| d.p50),
+        .filter_map(|s| {
+            let protocol = s.browser_queued(engine)?;
+            let wait_hidden = !engine.shows_queue(protocol);
+            Some(RunCondition::BrowserQueue {
+                concurrency: s.concurrency.unwrap_or(0),
+                wait_p95_ms: s.browser_wait_ms.map(|d| d.p95).filter(|_| !wait_hidden),
+                ttft_after_send_p50_ms: s
+                    .ttft_after_send_ms
+                    .map(|d| d.p50)
+                    .filter(|_| !wait_hidden),
+                protocol: protocol.to_owned(),
+                connections: engine.connections_per_host(protocol).unwrap_or(0),
+                wait_hidden,
+            })
         })
         .collect()
 }
@@ -166,6 +214,9 @@ mod tests {
                 concurrency: 8,
                 wait_p95_ms: Some(912.4),
                 ttft_after_send_p50_ms: Some(101.0),
+                protocol: HTTP1.into(),
+                connections: 6,
+                wait_hidden: false,
             },
             RunCondition::UncachedPreflight {
                 n_requests: 3,
@@ -219,11 +270,40 @@ mod tests {
             concurrency: 12,
             wait_p95_ms: None,
             ttft_after_send_p50_ms: None,
+            protocol: HTTP1.into(),
+            connections: 6,
+            wait_hidden: false,
         };
         assert!(c
             .text(Lang::En)
             .contains("held requests back for an unknown time before sending them; use"));
         assert!(c.text(Lang::Zh).contains("未知的时长"));
+    }
+
+    #[test]
+    fn webkitgtk_queues_over_http2_and_hides_the_wait() {
+        let c = RunCondition::BrowserQueue {
+            concurrency: 16,
+            wait_p95_ms: None,
+            ttft_after_send_p50_ms: None,
+            protocol: "h2".into(),
+            connections: 6,
+            wait_hidden: true,
+        };
+        assert_eq!(
+            c.text(Lang::En),
+            "concurrency 16: this browser sends at most 6 requests at a time to one host even over h2, and held the others back for a time this browser's Resource Timing does not show before sending them; use Chromium or Firefox to measure the server beyond 6"
+        );
+        assert!(c.text(Lang::Zh).contains("Resource Timing 不显示"));
+    }
+
+    #[test]
+    fn a_condition_from_before_protocols_reads_as_http1() {
+        let json = r#"{"kind":"browser_queue","concurrency":8,"wait_p95_ms":900.0,"ttft_after_send_p50_ms":null}"#;
+        let c: RunCondition = serde_json::from_str(json).unwrap();
+        assert!(c
+            .text(Lang::En)
+            .starts_with("concurrency 8: the browser spoke HTTP/1.1, which allows 6"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::HTTP1_CONNECTIONS_PER_HOST,
+    browser::{Browser, Engine, HTTP1_CONNECTIONS_PER_HOST},
     condition::{self, RunCondition},
     error::{ErrorKind, Lang},
     plan::Plan,
@@ -74,6 +74,18 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// The engine that measured the run (from the user agent).
+    pub fn engine(&self) -> Engine {
+        self.user_agent
+            .as_deref()
+            .map_or(Engine::Unknown, Engine::from_user_agent)
+    }
+
+    /// The browser that measured the run, as a person names it.
+    pub fn browser(&self) -> Option<Browser> {
+        self.user_agent.as_deref().map(Browser::from_user_agent)
+    }
+
     /// The conditions in `lang`; a document written before conditions were typed
     /// has only its English notes, shown as they are.
     pub fn notes_in(&self, lang: Lang) -> Vec<String> {
@@ -118,11 +130,12 @@ impl RunDocument {
         environment: Environment,
         records: Vec<RequestRecord>,
     ) -> RunDocument {
+        let engine = environment.engine();
         let mut by_level: BTreeMap<u32, LevelStats> = BTreeMap::new();
         for record in records.iter().filter(|r| !r.warmup) {
             by_level
                 .entry(record.concurrency)
-                .or_insert_with(|| LevelStats::new(record.concurrency))
+                .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
                 .add(record);
         }
         let mut total = LevelStats::default();
@@ -135,17 +148,21 @@ impl RunDocument {
         }
         let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
         let mut verdict = analyse(&levels, &plan.slo, &plan.analysis);
-        if verdict.knee.is_some() && levels.iter().any(Summary::browser_queued) {
-            // Over HTTP/1.1 the browser never has more than six requests in flight, so
+        let queued = levels.iter().find_map(|s| s.browser_queued(engine));
+        if let (Some(protocol), Some(_)) = (queued, verdict.knee) {
+            // The browser never has more than its limit in flight to one host, so
             // throughput stops growing there whatever the server could do.
             verdict.push(Sentence::BrowserLimitedKnee {
-                connections: HTTP1_CONNECTIONS_PER_HOST,
+                connections: engine
+                    .connections_per_host(protocol)
+                    .unwrap_or(HTTP1_CONNECTIONS_PER_HOST),
+                protocol: protocol.to_owned(),
             });
         }
         let mut environment = environment;
         environment
             .conditions
-            .extend(condition::browser_queue(&levels));
+            .extend(condition::browser_queue(&levels, engine));
         environment
             .conditions
             .extend(condition::uncached_preflight(&levels));
@@ -540,6 +557,9 @@ mod tests {
                 concurrency: 8,
                 wait_p95_ms: Some(900.0),
                 ttft_after_send_p50_ms: Some(0.0),
+                protocol: "http/1.1".into(),
+                connections: 6,
+                wait_hidden: false,
             }]
         );
         assert_eq!(
@@ -576,7 +596,10 @@ mod tests {
         assert_eq!(doc.verdict.knee, Some(4), "{}", doc.verdict.explanation_en);
         assert_eq!(
             doc.verdict.sentences.last(),
-            Some(&Sentence::BrowserLimitedKnee { connections: 6 })
+            Some(&Sentence::BrowserLimitedKnee {
+                connections: 6,
+                protocol: "http/1.1".into()
+            })
         );
         assert!(doc
             .verdict
@@ -592,6 +615,67 @@ mod tests {
             "{}",
             doc.verdict.explanation_en
         );
+    }
+
+    #[test]
+    fn each_engine_queues_where_it_does_and_splits_only_what_it_shows() {
+        const WEBKITGTK: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15";
+        const FIREFOX: &str =
+            "Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0";
+        const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+        let run = |user_agent: &str, protocol: &str, concurrency: u32| {
+            let records = (0..concurrency as u64)
+                .map(|id| {
+                    let mut r = record(id, concurrency, 0, 3, 10_000);
+                    r.browser = Some(timing(0, 2_000, protocol));
+                    r
+                })
+                .collect();
+            let environment = Environment {
+                user_agent: Some(user_agent.into()),
+                ..Environment::default()
+            };
+            RunDocument::build(
+                "r".into(),
+                "t".into(),
+                RunStatus::Done,
+                Plan::default_for_simulator("https://x/v1"),
+                environment,
+                records,
+            )
+        };
+        // WebKitGTK holds HTTP/2 to six per host, and its timings do not show it.
+        let doc = run(WEBKITGTK, "h2", 16);
+        let [RunCondition::BrowserQueue {
+            protocol,
+            wait_hidden,
+            wait_p95_ms,
+            ..
+        }] = doc.environment.conditions.as_slice()
+        else {
+            panic!("{:?}", doc.environment.conditions);
+        };
+        assert_eq!(
+            (protocol.as_str(), *wait_hidden, *wait_p95_ms),
+            ("h2", true, None)
+        );
+        assert_eq!(
+            doc.levels[0].ttft_after_send_ms, None,
+            "no split where the wait is hidden"
+        );
+        // Chromium and Firefox multiplex HTTP/2: nothing to say.
+        for ua in [CHROME, FIREFOX] {
+            let doc = run(ua, "h2", 16);
+            assert!(doc.environment.conditions.is_empty(), "{ua}");
+            assert!(doc.levels[0].ttft_after_send_ms.is_some());
+        }
+        // Over HTTP/1.1 every engine queues above six; Firefox's timings hide it.
+        let doc = run(FIREFOX, "http/1.1", 8);
+        assert_eq!(doc.levels[0].ttft_after_send_ms, None);
+        assert!(doc.environment.notes[0].contains("Resource Timing does not show"));
+        let doc = run(CHROME, "http/1.1", 8);
+        assert!(doc.levels[0].ttft_after_send_ms.is_some());
+        assert!(doc.environment.notes[0].contains("ms at p95"));
     }
 
     #[test]

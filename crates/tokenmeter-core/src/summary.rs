@@ -17,7 +17,7 @@ use std::{collections::BTreeMap, ops::AddAssign};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::{self, SLOW_SEND_US},
+    browser::{self, Engine, SLOW_SEND_US},
     error::ErrorKind,
     plan::Slo,
     record::{RequestRecord, TokenSource},
@@ -44,6 +44,10 @@ struct OkRow {
 pub struct LevelStats {
     /// The concurrency level, `None` for a merge of several levels.
     pub concurrency: Option<u32>,
+    /// The engine that measured the records: it decides where its own queue hides
+    /// in the browser's timings (see [`browser::Engine`]).
+    #[serde(default)]
+    pub engine: Engine,
     n_ok: u64,
     n_cancelled: u64,
     fails: BTreeMap<ErrorKind, u64>,
@@ -77,6 +81,14 @@ impl LevelStats {
         }
     }
 
+    /// A level measured in `engine`.
+    pub fn for_engine(concurrency: u32, engine: Engine) -> Self {
+        LevelStats {
+            engine,
+            ..LevelStats::new(concurrency)
+        }
+    }
+
     /// Requests seen (warm-ups excluded).
     pub fn n_requests(&self) -> u64 {
         self.n_ok + self.n_cancelled + self.fails.values().sum::<u64>()
@@ -97,9 +109,15 @@ impl LevelStats {
         );
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
-        if let Some(protocol) = record.browser.as_ref().and_then(|b| b.protocol.clone()) {
+        let protocol = record.browser.as_ref().and_then(|b| b.protocol.clone());
+        // Where the browser queues and its timings do not show it, a request's
+        // "after send" still holds its wait in the queue: no split for it.
+        let split_shown = protocol.as_deref().is_none_or(|p| {
+            !browser::queues(self.engine, record.concurrency, p) || self.engine.shows_queue(p)
+        });
+        if let Some(protocol) = protocol {
             // Where the browser queues, waits are its queue instead.
-            let unqueued = !browser::queues(record.concurrency, &protocol);
+            let unqueued = !browser::queues(self.engine, record.concurrency, &protocol);
             if let Some(wait) = record
                 .unexplained_wait_us()
                 .filter(|&w| unqueued && w >= SLOW_SEND_US)
@@ -135,7 +153,11 @@ impl LevelStats {
             article_tps: record.article_tps(),
         });
         self.itl_us.extend(record.itls_us());
-        if let (Some(wait), Some(after)) = (record.browser_wait_us(), record.ttft_after_send_us()) {
+        if let (Some(wait), Some(after), true) = (
+            record.browser_wait_us(),
+            record.ttft_after_send_us(),
+            split_shown,
+        ) {
             self.browser_wait_us.push(wait);
             self.ttft_after_send_us.push(after);
         }
@@ -227,6 +249,9 @@ impl AddAssign<&LevelStats> for LevelStats {
     fn add_assign(&mut self, other: &LevelStats) {
         if self.concurrency != other.concurrency {
             self.concurrency = None;
+        }
+        if self.engine == Engine::Unknown {
+            self.engine = other.engine;
         }
         self.n_ok += other.n_ok;
         self.n_cancelled += other.n_cancelled;
@@ -343,13 +368,14 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether the browser held some of this level's requests back in its own queue
-    /// (see [`browser::queues`]): part of their TTFT is the browser's, not the server's.
-    pub fn browser_queued(&self) -> bool {
+    /// The protocol over which `engine` held some of this level's requests back in
+    /// its own queue (see [`browser::queues`]): part of their TTFT is the browser's.
+    pub fn browser_queued(&self, engine: Engine) -> Option<&str> {
         let concurrency = self.concurrency.unwrap_or(0);
         self.protocols
             .keys()
-            .any(|protocol| browser::queues(concurrency, protocol))
+            .find(|protocol| browser::queues(engine, concurrency, protocol))
+            .map(String::as_str)
     }
 }
 

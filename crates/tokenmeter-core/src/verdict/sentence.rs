@@ -4,7 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Lang;
+use crate::{browser::HTTP1, error::Lang};
+
+fn http1() -> String {
+    HTTP1.to_owned()
+}
 
 /// One sentence of a verdict, with the figures it states.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,9 +74,14 @@ pub enum Sentence {
     },
     /// No knee, but the SLO held up to `up_to`.
     SloOkWithoutKnee { up_to: u32 },
-    /// The knee is at or above the browser's HTTP/1.1 connection limit, which may
-    /// be what stopped throughput.
-    BrowserLimitedKnee { connections: u32 },
+    /// The browser held requests to the host back above its limit, which may be
+    /// what stopped throughput.
+    BrowserLimitedKnee {
+        connections: u32,
+        /// The protocol over which it did (`nextHopProtocol`).
+        #[serde(default = "http1")]
+        protocol: String,
+    },
 }
 
 impl Sentence {
@@ -212,13 +221,15 @@ impl Sentence {
                     format!("Without a knee the 70% rule does not apply; within the SLO, concurrency {up_to} was fine.")
                 }
             }
-            Sentence::BrowserLimitedKnee { connections: n } => {
-                if zh {
-                    format!("注意：并发超过 {n} 时，浏览器经 HTTP/1.1 同时最多只发 {n} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请改用 HTTPS（HTTP/2）测出服务端真正的拐点。")
-                } else {
-                    format!("Caution: above concurrency {n} this browser sent at most {n} requests at a time over HTTP/1.1, so this knee may be the browser's limit, not the server's; measure over HTTPS (HTTP/2) to find the server's.")
-                }
-            }
+            Sentence::BrowserLimitedKnee {
+                connections: n,
+                protocol,
+            } => match (zh, protocol == HTTP1) {
+                (true, true) => format!("注意：并发超过 {n} 时，浏览器经 HTTP/1.1 同时最多只发 {n} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请改用 HTTPS（HTTP/2）测出服务端真正的拐点。"),
+                (false, true) => format!("Caution: above concurrency {n} this browser sent at most {n} requests at a time over HTTP/1.1, so this knee may be the browser's limit, not the server's; measure over HTTPS (HTTP/2) to find the server's."),
+                (true, false) => format!("注意：这个浏览器即使用 {protocol} 也同时最多只向一个主机发 {n} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请用 Chromium 或 Firefox 测出服务端真正的拐点。"),
+                (false, false) => format!("Caution: this browser sent at most {n} requests at a time to one host even over {protocol}, so this knee may be the browser's limit, not the server's; measure in Chromium or Firefox to find the server's."),
+            },
         }
     }
 }
