@@ -19,8 +19,9 @@ const TYPES = {
 /**
  * Serves `root` at `http://127.0.0.1:<port><prefix>`; resolves to
  * `{ url, requests, close }`, where `requests` lists every path asked for with its status.
+ * `headers` go on every file served (e.g. COOP + COEP, to make the page cross-origin isolated).
  */
-export async function serveStatic(root, prefix = '/') {
+export async function serveStatic(root, prefix = '/', headers = {}) {
   const requests = [];
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -32,7 +33,7 @@ export async function serveStatic(root, prefix = '/') {
         if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
         const body = await readFile(file);
         status = 200;
-        res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+        res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', ...headers });
         res.end(body);
       }
     } catch {

@@ -48,6 +48,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 let env = setup::ensure(Needs {
                     browser: true,
                     node: true,
+                    engines: true,
                 })?;
                 let mut trunk = env.wasm_command("trunk");
                 trunk.current_dir(&root).args([
@@ -66,20 +67,21 @@ pub fn run(args: &[String]) -> Result<()> {
                     "-p",
                     "tokenmeter-sim",
                 ]))?;
-                exec(
-                    Command::new("node")
-                        .current_dir(&root)
-                        .arg("e2e/bench/accuracy.mjs")
-                        .env("TOKENMETER_DIST", root.join(BENCH_DIST))
-                        .env(
-                            "TOKENMETER_CHROMIUM",
-                            env.chromium.clone().unwrap_or_default(),
-                        )
-                        .env(
-                            "TOKENMETER_SIM_BIN",
-                            root.join("target/release/tokenmeter-sim"),
-                        ),
-                )
+                // First Chromium in detail, then every engine side by side.
+                for script in ["e2e/bench/accuracy.mjs", "e2e/bench/engines.mjs"] {
+                    exec(
+                        Command::new("node")
+                            .current_dir(&root)
+                            .arg(script)
+                            .env("TOKENMETER_DIST", root.join(BENCH_DIST))
+                            .envs(env.browser_vars())
+                            .env(
+                                "TOKENMETER_SIM_BIN",
+                                root.join("target/release/tokenmeter-sim"),
+                            ),
+                    )?;
+                }
+                Ok(())
             },
         ),
         _ => Err("usage: cargo xtask bench core|sim|accuracy".into()),

@@ -4,7 +4,8 @@
 //! - `cargo xtask serve`: set up what is missing, start the simulator and `trunk serve`.
 //! - `cargo xtask test`: set up what is missing, then every check and test, in layers.
 //! - `cargo xtask build`: the release build of the page into `dist/` (relative asset paths).
-//! - `cargo xtask setup`: only the setup (toolchain, trunk, wasm-bindgen, browser, node).
+//! - `cargo xtask setup`: only the setup (toolchain, trunk, wasm-bindgen, the three
+//!   browser engines and their drivers, node).
 //! - `cargo xtask bench core|sim`: benchmarks that print figures.
 
 mod bench;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         Some("setup") => setup::ensure(setup::Needs {
             browser: true,
             node: true,
+            engines: true,
         })
         .map(drop),
         Some("bench") => bench::run(rest),

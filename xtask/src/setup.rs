@@ -32,6 +32,13 @@ const DEBIAN_RUST_PACKAGES: &[&str] = &[
     "rust-web-clippy",
     "lld-22",
 ];
+/// geckodriver, Firefox's WebDriver, built from crates.io (its lock file resolves here).
+pub const GECKODRIVER_VERSION: &str = "0.37.1";
+/// Debian's packages of the other engines: Firefox ESR, WebKitGTK's WebDriver (which
+/// brings MiniBrowser) and a virtual X display for it (WebKitGTK has no headless mode).
+const ENGINE_PACKAGES: &[&str] = &["firefox-esr", "webkit2gtk-driver", "xvfb"];
+/// Where Debian puts WebKitGTK's MiniBrowser.
+pub const MINIBROWSER: &str = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
 /// The name under which `/usr` (Debian's rustc-web) is linked into rustup.
 const DEBIAN_TOOLCHAIN: &str = "debweb";
 /// Remembers that `rustup target add` failed, so later runs do not wait for it again.
@@ -44,8 +51,10 @@ const FORCE_VAR: &str = "TOKENMETER_WASM_TOOLCHAIN";
 pub struct Needs {
     /// Headless Chromium and chromedriver, plus wasm-bindgen-test-runner.
     pub browser: bool,
-    /// Node.js and the committed `node_modules` (playwright-core).
+    /// Node.js and the committed `node_modules` (playwright-core, selenium-webdriver).
     pub node: bool,
+    /// Firefox ESR with geckodriver, and WebKitGTK with its WebDriver and Xvfb.
+    pub engines: bool,
 }
 
 /// How this machine compiles for wasm32.
@@ -63,6 +72,16 @@ pub struct Env {
     pub wasm: WasmToolchain,
     pub chromium: Option<PathBuf>,
     pub chromedriver: Option<PathBuf>,
+    pub engines: Option<Engines>,
+}
+
+/// The other engines' drivers and browsers.
+#[derive(Clone, Debug)]
+pub struct Engines {
+    pub firefox: PathBuf,
+    pub geckodriver: PathBuf,
+    pub webkit_webdriver: PathBuf,
+    pub minibrowser: PathBuf,
 }
 
 impl Env {
@@ -85,6 +104,23 @@ impl Env {
                 vars
             }
         }
+    }
+
+    /// Where the browsers and their drivers are, as the e2e helpers read it
+    /// (`e2e/lib/browser.mjs`, `e2e/engines/drivers.mjs`).
+    pub fn browser_vars(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut vars = Vec::new();
+        if let (Some(chromium), Some(driver)) = (&self.chromium, &self.chromedriver) {
+            vars.push(("TOKENMETER_CHROMIUM", chromium.clone()));
+            vars.push(("CHROMEDRIVER", driver.clone()));
+        }
+        if let Some(engines) = &self.engines {
+            vars.push(("TOKENMETER_FIREFOX", engines.firefox.clone()));
+            vars.push(("GECKODRIVER", engines.geckodriver.clone()));
+            vars.push(("WEBKIT_WEBDRIVER", engines.webkit_webdriver.clone()));
+            vars.push(("TOKENMETER_MINIBROWSER", engines.minibrowser.clone()));
+        }
+        vars
     }
 
     /// A command that compiles for wasm32 (cargo, trunk), with the right environment.
@@ -111,6 +147,13 @@ pub fn ensure(needs: Needs) -> Result<Env> {
         chromium = Some(found.0);
         chromedriver = Some(found.1);
     }
+    let mut engines = None;
+    if needs.engines {
+        engines = Some(step(
+            "setup: Firefox ESR, geckodriver, WebKitGTK and Xvfb",
+            ensure_engines,
+        )?);
+    }
     if needs.node {
         step("setup: Node.js and node_modules", ensure_node)?;
     }
@@ -122,6 +165,7 @@ pub fn ensure(needs: Needs) -> Result<Env> {
         wasm,
         chromium,
         chromedriver,
+        engines,
     })
 }
 
@@ -299,6 +343,42 @@ fn ensure_browser() -> Result<(PathBuf, PathBuf)> {
     let version = probe(browser.to_str().unwrap_or_default(), &["--version"]).unwrap_or_default();
     println!("found {version} and {}", driver.display());
     Ok((chromium.unwrap_or(browser), chromedriver.unwrap_or(driver)))
+}
+
+fn ensure_engines() -> Result<Engines> {
+    apt_install(
+        ENGINE_PACKAGES,
+        "Firefox ESR, WebKitGTK's WebDriver and Xvfb (about 1 min)",
+    )?;
+    let want = format!("geckodriver {GECKODRIVER_VERSION}");
+    let found =
+        probe("geckodriver", &["--version"]).and_then(|out| out.lines().next().map(str::to_owned));
+    if found.as_deref().is_some_and(|f| f.starts_with(&want)) {
+        println!("found {want}");
+    } else {
+        println!(
+            "found {}, need {want}; installing it from crates.io (about 3 min on 2 cores, once)",
+            found.as_deref().unwrap_or("no geckodriver")
+        );
+        exec(Command::new("cargo").args([
+            "install",
+            "--locked",
+            "--force",
+            &format!("geckodriver@{GECKODRIVER_VERSION}"),
+        ]))?;
+    }
+    let engines = Engines {
+        firefox: PathBuf::from("/usr/bin/firefox-esr"),
+        geckodriver: which("geckodriver")
+            .ok_or("geckodriver is not on PATH after installing it")?,
+        webkit_webdriver: PathBuf::from("/usr/bin/WebKitWebDriver"),
+        minibrowser: PathBuf::from(MINIBROWSER),
+    };
+    println!(
+        "found {} and WebKitGTK's MiniBrowser",
+        probe("/usr/bin/firefox-esr", &["--version"]).unwrap_or_default()
+    );
+    Ok(engines)
 }
 
 fn ensure_node() -> Result<()> {

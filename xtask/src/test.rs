@@ -6,6 +6,8 @@
 //! 4. components and the engine in headless Chromium (wasm-bindgen-test), with the
 //!    simulator on loopback as the engine's target
 //! 5. `trunk build` of the page, then Playwright specs against it on loopback
+//! 6. the core behaviours in Chromium, Firefox ESR and WebKitGTK through W3C
+//!    WebDriver (`e2e/engines/`), against the same build
 //!
 //! It stops at the first failing layer and exits non-zero.
 
@@ -28,6 +30,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let env = setup::ensure(Needs {
         browser: !skip_browser,
         node: !skip_browser,
+        engines: !skip_browser,
     })?;
     let root = project_root();
     let cargo = || {
@@ -142,6 +145,22 @@ pub fn run(args: &[String]) -> Result<()> {
                 ),
         )
     })?;
+    step(
+        "core behaviours in Chromium, Firefox ESR and WebKitGTK (WebDriver)",
+        || {
+            exec(
+                Command::new("node")
+                    .current_dir(&root)
+                    .args(["--test", "e2e/engines/core.spec.mjs"])
+                    .env("TOKENMETER_DIST", root.join(E2E_DIST))
+                    .envs(env.browser_vars())
+                    .env(
+                        "TOKENMETER_SIM_BIN",
+                        root.join("target/debug/tokenmeter-sim"),
+                    ),
+            )
+        },
+    )?;
     drop(sim);
     println!(
         "\nall test layers passed in {}; screenshots in {SCREENSHOTS}/",
