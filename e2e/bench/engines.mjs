@@ -107,6 +107,14 @@ for (const [label, run, level] of [['h1', 'h1', 1], ['h1', 'h1', 4], ['h1', 'h1'
   rows.push([`${label} c${level}: after send p50, wait p95`, (c) => { const x = levelFigures(c[run], level); return `${f1(x.afterSend50)}, ${f1(x.wait95)}`; }]);
   rows.push([`${label} c${level}: ITL Δ p50, tokens exact`, (c) => { const x = levelFigures(c[run], level); return `${f1(x.itlDelta)}, ${x.tokens}`; }]);
 }
+// The notes the page gave (condition kinds, with the level where there is one).
+const notes = (run) =>
+  (run.doc.environment.conditions ?? [])
+    .map((c) => (c.concurrency !== undefined ? `${c.kind}@${c.concurrency}` : c.kind))
+    .join(' ') || '–';
+rows.push(['notes, HTTP/1.1 run', (c) => notes(c.h1)]);
+rows.push(['notes, HTTP/2 run', (c) => notes(c.h2)]);
+rows.push(['notes, isolated run', (c) => notes(c.iso)]);
 const width = Math.max(...rows.map(([l]) => l.length));
 console.log(`\nPer engine (ms unless said; Δ = page − simulator's truth of the same request)`);
 console.log(`${''.padEnd(width)} | ${names.map((n) => ENGINES[n].name.padEnd(18)).join(' | ')}`);

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::{Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST},
+    browser::{Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT},
     error::Lang,
     stats::Distribution,
     summary::Summary,
@@ -189,8 +189,20 @@ pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
 /// Repeated slow sends look like CORS preflights that the browser could not cache:
 /// without `Access-Control-Max-Age`, Chromium keeps a preflight for 5 s only, so a
 /// long run pays one every 5 s. (Browsers do not expose preflights themselves.)
-pub fn uncached_preflight(levels: &[Summary]) -> Option<RunCondition> {
-    let waits: Vec<Distribution> = levels.iter().filter_map(|s| s.slow_send_ms).collect();
+///
+/// Only levels with at most [`QUIET_IN_FLIGHT`] requests in flight count: above it
+/// the browser's own burst of sends makes such waits, preflights cached or not. And
+/// only engines whose timings show preflights and little else count (see
+/// [`Engine::shows_preflights`]): elsewhere the note would be a guess.
+pub fn uncached_preflight(levels: &[Summary], engine: Engine) -> Option<RunCondition> {
+    if !engine.shows_preflights() {
+        return None;
+    }
+    let waits: Vec<Distribution> = levels
+        .iter()
+        .filter(|s| s.peak_concurrency <= QUIET_IN_FLIGHT)
+        .filter_map(|s| s.slow_send_ms)
+        .collect();
     let n_requests: u64 = waits.iter().map(|d| d.n).sum();
     (n_requests >= 2).then(|| RunCondition::UncachedPreflight {
         n_requests,

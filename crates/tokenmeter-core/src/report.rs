@@ -165,7 +165,7 @@ impl RunDocument {
             .extend(condition::browser_queue(&levels, engine));
         environment
             .conditions
-            .extend(condition::uncached_preflight(&levels));
+            .extend(condition::uncached_preflight(&levels, engine));
         environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,
@@ -726,6 +726,40 @@ mod tests {
         // One slow send (the run's first preflight) is no pattern.
         let doc = build(vec![with_wait(1, 40_000, None), with_wait(2, 300, None)]);
         assert!(doc.environment.notes.is_empty());
+        // The same waits with sixteen requests in flight at once are the browser's
+        // own burst of sends (Firefox at 16 HTTP/2 streams), not preflights.
+        let busy: Vec<RequestRecord> = (0..16)
+            .map(|id| {
+                let mut r = record(id, 16, 0, 3, 10_000);
+                r.browser = Some(timing(0, if id < 3 { 40_000 } else { 300 }, "h2"));
+                r
+            })
+            .collect();
+        // In an engine whose timings show waits without preflights, no guess.
+        let firefox = Environment {
+            user_agent: Some(
+                "Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0".into(),
+            ),
+            ..Environment::default()
+        };
+        let doc = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("https://x/v1"),
+            firefox,
+            vec![with_wait(1, 40_000, None), with_wait(3, 41_000, None)],
+        );
+        assert_eq!(doc.levels[0].slow_send_ms.unwrap().n, 2);
+        assert!(doc.environment.notes.is_empty());
+        let doc = build(busy);
+        assert_eq!(doc.levels[0].peak_concurrency, 16);
+        assert_eq!(doc.levels[0].slow_send_ms.unwrap().n, 3);
+        assert!(
+            doc.environment.notes.is_empty(),
+            "{:?}",
+            doc.environment.notes
+        );
     }
 
     #[test]
