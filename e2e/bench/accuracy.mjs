@@ -6,13 +6,8 @@ import { launch } from '../lib/browser.mjs';
 import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
 import { AppPage } from '../pages/app.mjs';
+import { quantile } from './quantile.mjs';
 
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const h = (sorted.length - 1) * q;
-  const lo = Math.floor(h);
-  return sorted[lo] + (h - lo) * ((sorted[Math.min(lo + 1, sorted.length - 1)] ?? sorted[lo]) - sorted[lo]);
-};
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : '–').padStart(8);
 
 async function runLadder(browser, site, sim, levels, maxTokens, requestsPerLevel) {

@@ -8,16 +8,10 @@ import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
 import { selectedEngines, startSession, ENGINES } from '../engines/drivers.mjs';
 import { EnginePage } from '../engines/page.mjs';
+import { quantile } from './quantile.mjs';
 
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
-const quantile = (values, q) => {
-  if (!values.length) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const h = (sorted.length - 1) * q;
-  const lo = Math.floor(h);
-  return sorted[lo] + (h - lo) * ((sorted[Math.min(lo + 1, sorted.length - 1)] ?? sorted[lo]) - sorted[lo]);
-};
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 
 /** Runs a ladder in an open session and returns the document and the truth by id. */
