@@ -44,6 +44,7 @@ fn target(max_tokens: u32, fault: Option<&str>, timeout_ms: f64) -> Target {
         })
         .to_string(),
         headers,
+        secrets: Vec::new(),
         timeout_ms,
     }
 }

@@ -81,3 +81,16 @@ test('a base URL without /v1 is a 404 that says where to look', async () => {
   assert.match(group.hint, /\/v1/);
   await page.close();
 });
+
+test('a body held open after [DONE] ends the request at [DONE], not at the timeout', async () => {
+  const { app, page } = await runAgainst(['--fault', 'done-hold', '--hang-s', '60'], {
+    levels: '1',
+    timeout: 20,
+  });
+  const [row] = await app.resultsRows();
+  assert.equal(row.n_ok, '2', 'both requests are complete');
+  assert.equal(row.n_fail, '0');
+  // E2E ends at [DONE]: about the stream's length, far from the 20 s timeout.
+  assert.ok(Number(row.e2e_p95) < 3000, `E2E p95 ${row.e2e_p95} ms`);
+  await page.close();
+});

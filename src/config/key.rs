@@ -1,55 +1,148 @@
 //! The API key field and "Remember the key": the key lives in this page's memory;
 //! it is stored (local storage, this origin) only while the box is ticked, and
 //! forgotten when it is unticked.
+//!
+//! A remembered key is bound to the endpoint origin it was entered for. A shared
+//! link can point the form at any server; before the remembered key goes to an
+//! origin other than its own, the user is asked.
 
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use tokenmeter_core::plan::origin;
 
 use crate::widgets::Field;
 
 /// Where a remembered key lives: this browser's local storage, for this origin.
 const KEY_STORAGE: &str = "tokenmeter.api_key";
 
+/// A remembered key and the endpoint origin it was entered for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Remembered {
+    key: String,
+    /// `None` for a key stored before keys were bound (a bare string): it is bound
+    /// to nothing, so every origin asks.
+    origin: Option<String>,
+}
+
 fn local_storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
 }
 
-fn stored_key() -> Option<String> {
-    local_storage()?.get_item(KEY_STORAGE).ok().flatten()
+fn stored() -> Option<Remembered> {
+    let text = local_storage()?.get_item(KEY_STORAGE).ok().flatten()?;
+    Some(serde_json::from_str(&text).unwrap_or(Remembered {
+        key: text,
+        origin: None,
+    }))
 }
 
 /// Stores the key, or removes it with `None`.
-fn store_key(key: Option<String>) {
+fn store(remembered: Option<&Remembered>) {
     let Some(storage) = local_storage() else {
         return;
     };
-    let _ = match key {
-        Some(key) => storage.set_item(KEY_STORAGE, &key),
+    let _ = match remembered {
+        Some(r) => storage.set_item(
+            KEY_STORAGE,
+            &serde_json::to_string(r).expect("a key serialises"),
+        ),
         None => storage.remove_item(KEY_STORAGE),
     };
 }
 
-/// Fills `key` with a remembered key, and keeps the store in step with it while
-/// the returned flag ("remember") is set. A hook: call it once per page.
-pub fn use_remembered_key(key: RwSignal<String>) -> RwSignal<bool> {
+/// The key field's state: the key, whether it is remembered, and for which origin.
+#[derive(Clone, Copy)]
+pub struct KeyState {
+    pub key: RwSignal<String>,
+    pub remember: RwSignal<bool>,
+    /// The remembered key as stored (key and origin).
+    remembered: StoredValue<Option<Remembered>>,
+}
+
+impl KeyState {
+    /// The key to send to `base_url`, after asking the user if it is the remembered
+    /// key and `base_url` is another origin than the one it was entered for. `Err`
+    /// says why nothing may be sent.
+    pub fn key_for(&self, base_url: &str) -> Result<Option<String>, String> {
+        let key = self.key.get_untracked();
+        if key.trim().is_empty() {
+            return Ok(None);
+        }
+        let target = origin(base_url);
+        let bound = self
+            .remembered
+            .get_value()
+            .filter(|r| r.key == key)
+            .map(|r| r.origin);
+        match bound {
+            Some(bound) if bound != target => {
+                let target = target.unwrap_or_else(|| base_url.to_owned());
+                let question = format!(
+                    "The remembered API key was entered for {}. Send it to {target}?",
+                    bound.as_deref().unwrap_or("another endpoint")
+                );
+                let yes = web_sys::window()
+                    .and_then(|w| w.confirm_with_message(&question).ok())
+                    .unwrap_or(false);
+                if yes {
+                    Ok(Some(key))
+                } else {
+                    Err(format!(
+                        "the remembered key was not sent to {target}: it was entered for {}; type the key for this endpoint, or confirm",
+                        bound.as_deref().unwrap_or("another endpoint")
+                    ))
+                }
+            }
+            _ => Ok(Some(key)),
+        }
+    }
+}
+
+/// Fills the key with a remembered one, and keeps the store in step with the key
+/// while "remember" is ticked, binding a newly typed key to the origin `base_url`
+/// has at that moment. A hook: call it once per page.
+pub fn use_remembered_key(key: RwSignal<String>, base_url: RwSignal<String>) -> KeyState {
     let remember = RwSignal::new(false);
-    if let Some(stored) = stored_key() {
-        key.set(stored);
+    let previous = stored();
+    if let Some(r) = &previous {
+        key.set(r.key.clone());
         remember.set(true);
     }
-    Effect::new(move |_| store_key(remember.get().then(|| key.get())));
-    remember
+    let remembered = StoredValue::new(previous);
+    Effect::new(move |_| {
+        if !remember.get() {
+            remembered.set_value(None);
+            store(None);
+            return;
+        }
+        let key = key.get();
+        // The same key keeps its origin: a link that changed the base URL does not
+        // rebind it. A new key is bound to the endpoint it is typed for.
+        let origin = match remembered.get_value() {
+            Some(r) if r.key == key => r.origin,
+            _ => origin(&base_url.get_untracked()),
+        };
+        let r = Remembered { key, origin };
+        store(Some(&r));
+        remembered.set_value(Some(r));
+    });
+    KeyState {
+        key,
+        remember,
+        remembered,
+    }
 }
 
 #[component]
-pub fn KeyField(key: RwSignal<String>, running: Signal<bool>) -> impl IntoView {
-    let remember = use_remembered_key(key);
+pub fn KeyField(state: KeyState, running: Signal<bool>) -> impl IntoView {
+    let remember = state.remember;
     view! {
         <Field
             label="API key"
             testid="api-key"
-            value=key
+            value=state.key
             kind="password"
-            hint="Kept in this page's memory; never exported or put in a URL, and stored only if you tick the box. The simulator needs none."
+            hint="Kept in this page's memory; never exported or put in a URL, and stored only if you tick the box (bound to the endpoint it was entered for). The simulator needs none."
             disabled=running
         />
         <label class="check">

@@ -62,12 +62,14 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     if let Some(json) = share::plan_from_location() {
         apply_import.run(json);
     }
+    // After the link: a remembered key fills the field, bound to its own endpoint.
+    let key_state = key::use_remembered_key(key, draft.base_url);
     let running = Signal::derive(move || run.is_running());
     let on_run = move |_| match draft.plan(&base.get_value()) {
-        Ok(plan) => {
-            let key = key.get_untracked();
-            run.start(plan, (!key.trim().is_empty()).then_some(key));
-        }
+        Ok(plan) => match key_state.key_for(&plan.base_url) {
+            Ok(key) => run.start(plan, key),
+            Err(why) => run.problems.set(vec![why]),
+        },
         Err(problems) => run.problems.set(problems),
     };
 
@@ -77,8 +79,8 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             <Field label="Base URL" testid="base-url" value=draft.base_url kind="url" disabled=running>
                 <BaseUrlCheck base_url=draft.base_url/>
             </Field>
-            <KeyField key=key running=running/>
-            <ModelField draft=draft key=key base=base running=running/>
+            <KeyField state=key_state running=running/>
+            <ModelField draft=draft key=key_state base=base running=running/>
             <TextArea label="Prompt" testid="prompt" value=draft.prompt disabled=running/>
             <div class="field-row">
                 <Field label="max_tokens" testid="max-tokens" value=draft.max_tokens kind="number" disabled=running/>

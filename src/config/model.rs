@@ -1,16 +1,22 @@
 //! The model field with "Load models": the list goes into the field's suggestions.
 //! A new click aborts the request before it, and leaving the page aborts the last.
 
+use std::{cell::Cell, rc::Rc};
+
+use gloo_timers::callback::Timeout;
 use leptos::prelude::*;
 use tokenmeter_core::plan::{normalize_base_url, Plan};
 use web_sys::AbortController;
 
-use super::draft::DraftSignals;
+use super::{draft::DraftSignals, key::KeyState};
+
+/// How long "Load models" waits for the list.
+const MODELS_TIMEOUT_MS: u32 = 15_000;
 
 #[component]
 pub fn ModelField(
     draft: DraftSignals,
-    key: RwSignal<String>,
+    key: KeyState,
     base: StoredValue<Plan>,
     running: Signal<bool>,
 ) -> impl IntoView {
@@ -47,11 +53,37 @@ pub fn ModelField(
             previous.abort();
         }
         in_flight.set_value(Some(controller.clone()));
-        let key = key.get_untracked();
+        let key = match key.key_for(&plan.base_url) {
+            Ok(key) => key,
+            Err(why) => {
+                note.set(Some((false, why)));
+                return;
+            }
+        };
         note.set(Some((true, "asking the server…".into())));
+        // A server that never answers must not leave "asking…" forever.
+        let timed_out = Rc::new(Cell::new(false));
+        let timer = Timeout::new(MODELS_TIMEOUT_MS, {
+            let (controller, timed_out) = (controller.clone(), timed_out.clone());
+            move || {
+                timed_out.set(true);
+                controller.abort();
+            }
+        });
         leptos::task::spawn_local(async move {
-            let key = Some(key.as_str()).filter(|k| !k.trim().is_empty());
-            let answer = crate::models::list(&plan, key, &controller.signal()).await;
+            let answer = crate::models::list(&plan, key.as_deref(), &controller.signal()).await;
+            drop(timer);
+            if timed_out.get() {
+                note.set(Some((
+                    false,
+                    format!(
+                        "{}/models did not answer within {} s",
+                        plan.base_url,
+                        MODELS_TIMEOUT_MS / 1000
+                    ),
+                )));
+                return;
+            }
             if controller.signal().aborted() {
                 // A newer request (or the page going away) replaced this one.
                 return;

@@ -8,6 +8,7 @@ use std::{
     rc::Rc,
 };
 
+use futures_util::future::{select, Either};
 use gloo_timers::callback::Timeout;
 use js_sys::{Reflect, Uint8Array};
 use tokenmeter_core::record::{
@@ -33,6 +34,8 @@ pub struct Target {
     pub body: String,
     /// Request headers, the key's among them (held in memory only).
     pub headers: Vec<(String, String)>,
+    /// What must never appear in a record (the key): redacted from error text.
+    pub secrets: Vec<String>,
     pub timeout_ms: f64,
 }
 
@@ -58,7 +61,8 @@ pub async fn send(
     };
     let _registration = cancel.register(controller.clone());
     let timed_out = Rc::new(Cell::new(false));
-    let _timer = Timeout::new(target.timeout_ms.clamp(1.0, u32::MAX as f64) as u32, {
+    // Browsers keep timer delays in 32 signed bits: a longer one fires at once.
+    let _timer = Timeout::new(target.timeout_ms.clamp(1.0, i32::MAX as f64) as u32, {
         let controller = controller.clone();
         let timed_out = timed_out.clone();
         move || {
@@ -123,6 +127,11 @@ pub async fn send(
         }
     };
     let mut record = builder.finish(end, clock.now_us());
+    // A server or gateway may echo the key back in an error: it never leaves here.
+    if let Some(error) = record.error.as_mut() {
+        let secrets: Vec<&str> = target.secrets.iter().map(String::as_str).collect();
+        error.redact(&secrets);
+    }
     // The entry appears once the body has ended, sometimes a task later.
     record.browser = match resource_timing(&target.url, clock, start.sent_us) {
         Some(timing) => Some(timing),
@@ -204,8 +213,36 @@ async fn read_to_end(
             controller.abort();
             return Ok(StreamEnd::Complete);
         }
+        if builder.is_complete() {
+            // The stream said it is over; its end is already stamped. A server ends
+            // the body right after, and reading that end keeps the connection
+            // reusable; one that holds the body open is let go after a moment.
+            let grace = gloo_timers::future::sleep(AFTER_DONE_GRACE);
+            futures_util::pin_mut!(grace);
+            loop {
+                let next = JsFuture::from(reader.read());
+                match select(next, grace.as_mut()).await {
+                    Either::Left((Ok(chunk), _)) => {
+                        if Reflect::get(&chunk, &"done".into())?.as_bool() == Some(true) {
+                            break;
+                        }
+                        // Bytes after the end (a stray newline): not measured.
+                    }
+                    // The body failed after the end: the request is complete all the same.
+                    Either::Left((Err(_), _)) => break,
+                    Either::Right(_) => {
+                        controller.abort();
+                        break;
+                    }
+                }
+            }
+            return Ok(StreamEnd::Complete);
+        }
     }
 }
+
+/// How long the body may stay open after the stream said it was over.
+const AFTER_DONE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `fetch` on whichever global this runs in (worker or window).
 fn fetch(url: &str, init: &RequestInit) -> js_sys::Promise {

@@ -42,6 +42,12 @@ pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
         url: plan.endpoint_url(),
         body: request_body(&plan.body_spec()).to_string(),
         headers: plan.request_headers(api_key),
+        secrets: api_key
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
         timeout_ms: plan.timeout_s * 1e3,
     }
 }

@@ -12,17 +12,12 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::{
-    plan::{normalize_base_url, parse_levels, AuthStyle, LoadMode, Plan, PromptSpec},
+    plan::{
+        is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AuthStyle,
+        LoadMode, Plan, PromptSpec,
+    },
     stream::EndpointKind,
 };
-
-/// Header names that carry a key: they belong in the key field, which is never saved.
-pub const KEY_HEADERS: [&str; 4] = [
-    "authorization",
-    "api-key",
-    "x-api-key",
-    "proxy-authorization",
-];
 
 /// Which load mode the form shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -377,10 +372,10 @@ impl PlanDraft {
                 continue;
             };
             let name = name.trim();
-            if KEY_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            if is_secret_header(name, value) {
                 problems.push(PlanProblem::at(
                     DraftField::ExtraHeaders,
-                    format!("put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is"),
+                    secret_header_problem(name),
                 ));
                 continue;
             }

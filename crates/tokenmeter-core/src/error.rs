@@ -217,6 +217,58 @@ pub struct RequestError {
 /// Longest body sample kept with an error, in bytes.
 pub const BODY_SAMPLE_BYTES: usize = 2048;
 
+/// Longest error detail kept, in bytes: a server's message can be anything.
+pub const DETAIL_BYTES: usize = 1024;
+
+/// What a secret is replaced with in error text.
+pub const REDACTED: &str = "[redacted]";
+
+impl RequestError {
+    /// Removes every one of `secrets` (the run's key) from the detail and the body
+    /// sample, and bounds the detail's length. Servers and gateways echo request
+    /// headers in error bodies, and error text is shown, kept and exported: the
+    /// engine calls this before a record leaves it. Secrets shorter than four
+    /// characters are left alone (they would redact ordinary text).
+    pub fn redact(&mut self, secrets: &[&str]) {
+        self.detail = redacted(&cut(&self.detail, DETAIL_BYTES), secrets);
+        if let Some(sample) = &self.body_sample {
+            self.body_sample = Some(redacted(sample, secrets));
+        }
+    }
+}
+
+/// `text` without any of `secrets`, nor a secret's beginning where `text` was cut
+/// (a sample ending in `…` may have cut a key in two).
+fn redacted(text: &str, secrets: &[&str]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets.iter().map(|s| s.trim()).filter(|s| s.len() >= 4) {
+        text = text.replace(secret, REDACTED);
+        let body = text.strip_suffix('…').unwrap_or(&text);
+        let cut_secret = (4..secret.len())
+            .rev()
+            .filter(|&n| secret.is_char_boundary(n))
+            .find(|&n| body.ends_with(&secret[..n]));
+        if let Some(n) = cut_secret {
+            let keep = body.len() - n;
+            let ellipsis = if text.ends_with('…') { "…" } else { "" };
+            text = format!("{}{REDACTED}{ellipsis}", &body[..keep]);
+        }
+    }
+    text
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The start of a body, decoded lossily and cut at a character boundary.
 pub fn body_sample(body: &[u8]) -> String {
     let cut = body.len().min(BODY_SAMPLE_BYTES);
@@ -260,6 +312,45 @@ mod tests {
             assert!(!kind.hint(Lang::En).is_empty() && !kind.hint(Lang::Zh).is_empty());
             assert!(!kind.title(Lang::En).is_empty() && !kind.title(Lang::Zh).is_empty());
         }
+    }
+
+    #[test]
+    fn the_key_is_redacted_from_error_text_even_when_cut() {
+        let key = "sk-proj-0123456789abcdef";
+        let body = format!(
+            r#"{{"error":{{"message":"bad request; the request was:\nauthorization: Bearer {key}\napi-key: {key}"}}}}"#
+        );
+        let mut err = RequestError {
+            kind: ErrorKind::BadRequest,
+            detail: format!("HTTP 400: {body}"),
+            body_sample: Some(body_sample(body.as_bytes())),
+            retry_after_s: None,
+        };
+        err.redact(&[key]);
+        assert!(!err.detail.contains("sk-proj"), "{}", err.detail);
+        let sample = err.body_sample.unwrap();
+        assert!(!sample.contains("0123456789"), "{sample}");
+        assert_eq!(sample.matches(REDACTED).count(), 2);
+        assert!(sample.contains("authorization: Bearer [redacted]"));
+        // A sample cut inside the key keeps none of it.
+        let mut cut_err = RequestError {
+            kind: ErrorKind::BadRequest,
+            detail: "HTTP 400".into(),
+            body_sample: Some(format!("Bearer {}…", &key[..10])),
+            retry_after_s: None,
+        };
+        cut_err.redact(&[key]);
+        assert_eq!(cut_err.body_sample.unwrap(), "Bearer [redacted]…");
+        // Short "secrets" are not redacted; long details are bounded.
+        let mut long = RequestError {
+            kind: ErrorKind::StreamErrorEvent,
+            detail: "错".repeat(2_000),
+            body_sample: None,
+            retry_after_s: None,
+        };
+        long.redact(&["x", ""]);
+        assert!(long.detail.len() <= DETAIL_BYTES + '…'.len_utf8());
+        assert!(long.detail.ends_with('…'));
     }
 
     #[test]

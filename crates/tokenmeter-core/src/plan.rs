@@ -21,6 +21,15 @@ use crate::stream::{BodySpec, EndpointKind};
 /// The plan format version this crate writes.
 pub const PLAN_SCHEMA: u32 = 1;
 
+/// The longest per-request timeout, seconds (a day): browsers' timers stop at
+/// 2^31 − 1 ms, and no stream is worth waiting longer for.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+/// The longest generated prompt, tokens: a plan from a link must not be able to
+/// make the page build gigabytes of text.
+pub const MAX_PROMPT_TOKENS: u32 = 131_072;
+/// The most requests in one level (or arrivals in one run): every record is kept.
+pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
+
 /// Latency limits: the verdict's SLO and the goodput's per-request test.
 ///
 /// The verdict checks the p95 of a level against each limit; goodput counts the
@@ -137,6 +146,15 @@ fn yes() -> bool {
     true
 }
 
+/// Why an extra header cannot be kept, in words that do not repeat its value.
+pub fn secret_header_problem(name: &str) -> String {
+    if KEY_HEADERS.contains(&name.trim().to_ascii_lowercase().as_str()) {
+        format!("put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is")
+    } else {
+        format!("the `{name}` header looks like a secret (by its name or its value): extra headers are saved with the plan and travel in links, history and exports, so none may hold one; put the key in the API key field, or add such a header in a gateway in front of the server")
+    }
+}
+
 /// A finite number above zero (NaN and infinity are not).
 fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
@@ -238,6 +256,11 @@ impl Plan {
         if let Err(err) = normalize_base_url(&self.base_url) {
             problems.push(err);
         }
+        for (name, value) in &self.extra_headers {
+            if is_secret_header(name, value) {
+                problems.push(secret_header_problem(name));
+            }
+        }
         if self.model.trim().is_empty() {
             problems.push(
                 "the model is empty: enter a model ID, or load the list from the server".into(),
@@ -248,7 +271,19 @@ impl Plan {
         }
         if !positive(self.timeout_s) {
             problems.push("the timeout must be more than 0 seconds".into());
+        } else if self.timeout_s > MAX_TIMEOUT_S {
+            problems.push(format!(
+                "the timeout must be at most {MAX_TIMEOUT_S} seconds (a day)"
+            ));
         }
+        if let PromptSpec::Tokens(n) = self.prompt {
+            if n > MAX_PROMPT_TOKENS {
+                problems.push(format!(
+                    "a generated prompt can be at most {MAX_PROMPT_TOKENS} tokens"
+                ));
+            }
+        }
+        let too_many = |n: u32| n > MAX_REQUESTS_PER_LEVEL;
         match &self.load {
             LoadMode::Ladder {
                 levels,
@@ -263,6 +298,11 @@ impl Plan {
                 if *requests_per_level == 0 {
                     problems.push("requests per level must be at least 1".into());
                 }
+                if too_many(*requests_per_level) {
+                    problems.push(format!(
+                        "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}"
+                    ));
+                }
             }
             LoadMode::Arrivals {
                 rate_rps,
@@ -274,6 +314,11 @@ impl Plan {
                 }
                 if *n_requests == 0 {
                     problems.push("send at least one request".into());
+                }
+                if too_many(*n_requests) {
+                    problems.push(format!(
+                        "an arrivals run can send at most {MAX_REQUESTS_PER_LEVEL} requests"
+                    ));
                 }
             }
             LoadMode::Duration {
@@ -335,7 +380,8 @@ pub fn generated_prompt(n_tokens: u32) -> String {
         " when", " the", " model", " starts", " to", " answer",
     ];
     let mut text = String::from("Repeat");
-    for i in 1..n_tokens.max(1) as usize {
+    // Capped: the plan may not have been checked yet (a link being opened).
+    for i in 1..n_tokens.clamp(1, MAX_PROMPT_TOKENS) as usize {
         text.push_str(WORDS[i % WORDS.len()]);
     }
     text
@@ -355,6 +401,15 @@ pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> 
         return Err(format!(
             "the base URL must start with http:// or https://, e.g. https://{url}"
         ));
+    }
+    let authority = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    if authority.contains('@') {
+        // Said without repeating them: the URL is shown, saved and shared.
+        return Err("the base URL holds credentials (user:password@host): remove them, and put a key in the API key field, which is never saved or shared".into());
     }
     if url.contains('?') || url.contains('#') {
         return Err("the base URL must not have a query (?) or fragment (#)".into());
@@ -380,6 +435,21 @@ pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> 
     Ok((url, notes))
 }
 
+/// The origin (`scheme://host[:port]`, lowercase) a base URL sends to: what a
+/// remembered key is bound to. `None` for what is not an http(s) URL.
+pub fn origin(base_url: &str) -> Option<String> {
+    let url = base_url.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?.to_ascii_lowercase();
+    // Credentials are refused elsewhere; an origin never includes them.
+    let host = authority.rsplit('@').next()?;
+    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+}
+
 /// True when a page served over HTTPS would call `base_url` over plain HTTP: browsers
 /// block such mixed content (the request fails as a network error), except for
 /// loopback hosts, which they treat as trustworthy.
@@ -398,6 +468,58 @@ pub fn is_mixed_content(page_is_https: bool, base_url: &str) -> bool {
         || host.starts_with("127.")
         || host == "::1";
     page_is_https && !loopback
+}
+
+/// Header names that carry the key itself: the key field sends it this way.
+pub const KEY_HEADERS: [&str; 4] = [
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "proxy-authorization",
+];
+
+/// Whether an extra header looks like a secret, by its name (a word such as `key`,
+/// `token`, `secret`, `cookie`, `auth…`: `Ocp-Apim-Subscription-Key`,
+/// `x-goog-api-key`, `cf-aig-authorization`, `Cookie`) or by its value (`Bearer …`,
+/// `Basic …`, `sk-…`, a JWT, or a long run of letters and digits). Extra headers
+/// are saved with the plan and travel in links, history and exports, so none of
+/// them may hold one.
+pub fn is_secret_header(name: &str, value: &str) -> bool {
+    const WORDS: [&str; 13] = [
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "cookie",
+        "session",
+        "signature",
+        "credential",
+        "credentials",
+        "bearer",
+    ];
+    let name = name.trim().to_ascii_lowercase();
+    let secret_name = name
+        .split(['-', '_'])
+        .any(|word| WORDS.contains(&word) || word.starts_with("auth"));
+    let value = value.trim();
+    let lower = value.to_ascii_lowercase();
+    let jwt = value.starts_with("eyJ") && value.matches('.').count() == 2;
+    let long_token = value.len() >= 32
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_+/=.".contains(c))
+        && value.chars().any(|c| c.is_ascii_digit())
+        && value.chars().any(|c| c.is_ascii_alphabetic());
+    secret_name
+        || lower.starts_with("bearer ")
+        || lower.starts_with("basic ")
+        || lower.starts_with("sk-")
+        || lower.starts_with("sk_")
+        || jwt
+        || long_token
 }
 
 /// Parses concurrency levels typed as `1,2,4,8,16` (commas and/or spaces): sorted,
@@ -610,6 +732,92 @@ mod tests {
     fn unknown_article_field_is_an_error_that_says_so() {
         let err = import_config(r#"{"base_url":"http://x/v1","model":"m","prompt":"p","max_tokens":1,"concurrency_levels":[1],"requests_per_level":1,"timeout":1,"concurrency":3}"#).unwrap_err();
         assert!(err.contains("concurrency"), "{err}");
+    }
+
+    #[test]
+    fn origins_of_base_urls() {
+        assert_eq!(
+            origin("HTTPS://API.Example.com/v1/").as_deref(),
+            Some("https://api.example.com")
+        );
+        assert_eq!(
+            origin(" http://127.0.0.1:8000/v1").as_deref(),
+            Some("http://127.0.0.1:8000")
+        );
+        assert_eq!(origin("ftp://x/v1"), None);
+        assert_eq!(origin("api.example.com"), None);
+        assert_ne!(
+            origin("https://a.example.com/v1"),
+            origin("https://b.example.com/v1")
+        );
+    }
+
+    #[test]
+    fn sizes_a_browser_cannot_hold_are_refused() {
+        let ok = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        let mut plan = ok.clone();
+        plan.timeout_s = 2_147_484.0;
+        plan.prompt = PromptSpec::Tokens(4_000_000_000);
+        plan.load = LoadMode::Arrivals {
+            rate_rps: 1.0,
+            poisson: true,
+            n_requests: 4_000_000_000,
+            seed: 1,
+        };
+        let problems = plan.validate().unwrap_err();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("at most 86400 seconds"));
+        // Opening such a plan (from a link) builds no giant prompt.
+        assert!(plan.prompt_text().len() < 1 << 20);
+        plan.load = LoadMode::Ladder {
+            levels: vec![1],
+            requests_per_level: MAX_REQUESTS_PER_LEVEL + 1,
+        };
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("requests per level")));
+    }
+
+    #[test]
+    fn secret_looking_headers_are_told_by_name_and_by_value() {
+        for (name, value) in [
+            ("Authorization", "whatever"),
+            ("Ocp-Apim-Subscription-Key", "0123"),
+            ("x-goog-api-key", "abc"),
+            ("cf-aig-authorization", "x"),
+            ("Cookie", "a=b"),
+            ("X-Amz-Security-Token", "t"),
+            ("X-Custom", "Bearer abc"),
+            ("X-Custom", "sk-ant-api03-xyz"),
+            ("X-Custom", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig"),
+            ("X-Custom", "AKIAIOSFODNN7EXAMPLE0123456789abcdef"),
+        ] {
+            assert!(is_secret_header(name, value), "{name}: {value}");
+        }
+        for (name, value) in [
+            ("X-Gateway-Route", "east"),
+            ("x-tokenmeter-fault", "cut"),
+            ("X-Priority", "high"),
+            ("Accept-Language", "zh-CN"),
+        ] {
+            assert!(!is_secret_header(name, value), "{name}: {value}");
+        }
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.extra_headers = vec![("x-goog-api-key".into(), "AIzaSy-secret".into())];
+        let problems = plan.validate().unwrap_err();
+        assert!(problems[0].contains("looks like a secret"), "{problems:?}");
+        assert!(!problems[0].contains("AIzaSy"));
+    }
+
+    #[test]
+    fn credentials_in_a_base_url_are_refused_without_repeating_them() {
+        let err = normalize_base_url("https://alice:s3cret-pass@api.example.com/v1").unwrap_err();
+        assert!(err.contains("credentials"), "{err}");
+        assert!(!err.contains("s3cret") && !err.contains("alice"), "{err}");
+        // An @ further on (a path) is not a credential.
+        assert!(normalize_base_url("https://api.example.com/@team/v1").is_ok());
     }
 
     #[test]

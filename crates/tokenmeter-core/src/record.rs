@@ -11,7 +11,7 @@
 //! | client queue time | `sent − wanted`: waiting for a free slot, kept out of TTFT |
 //! | TTFT | first token of any kind (reasoning or answer) − `sent` |
 //! | time to first answer token | first `content`/`text` token − `sent` |
-//! | E2E | end of the response body − `sent` |
+//! | E2E | the stream's last word (`[DONE]`, or the usage chunk after a `finish_reason`; the body's end when neither comes) − `sent` |
 //! | TPOT | `(E2E − TTFT) / (N_out − 1)`, for `N_out ≥ 2` |
 //! | ITL | gaps between consecutive token-bearing events, pooled over requests |
 //! | decode TPS | `(N_out − 1) / (t_last − t_first)` |
@@ -242,6 +242,9 @@ pub struct RecordBuilder {
     usage: Option<Usage>,
     finish_reason: Option<String>,
     saw_done: bool,
+    /// When the stream said it was over: `[DONE]`, or the usage chunk after a
+    /// `finish_reason`. The request's end, whatever the body does afterwards.
+    complete_at_us: Option<u64>,
     response_id: Option<String>,
     text: String,
     error: Option<RequestError>,
@@ -268,6 +271,7 @@ impl RecordBuilder {
             usage: None,
             finish_reason: None,
             saw_done: false,
+            complete_at_us: None,
             response_id: None,
             text: String::new(),
             error: None,
@@ -278,6 +282,13 @@ impl RecordBuilder {
     /// oversized event): reading further changes nothing.
     pub fn has_stream_error(&self) -> bool {
         self.error.is_some()
+    }
+
+    /// True once the stream said it was over (`[DONE]`, or the usage chunk after a
+    /// `finish_reason`): nothing after it is measured, and a body held open after
+    /// it, or cut, changes nothing.
+    pub fn is_complete(&self) -> bool {
+        self.complete_at_us.is_some()
     }
 
     /// The response headers arrived at `at_us`.
@@ -320,8 +331,14 @@ impl RecordBuilder {
         }
     }
 
-    /// The request is over: returns the immutable record.
+    /// The request is over: returns the immutable record. After the stream said
+    /// it was over, the end is that instant (vLLM's: the last chunk), whatever
+    /// happened to the body since.
     pub fn finish(mut self, end: StreamEnd, at_us: u64) -> RequestRecord {
+        let (end, at_us) = match self.complete_at_us {
+            Some(complete_at_us) => (StreamEnd::Complete, complete_at_us),
+            None => (end, at_us),
+        };
         if self.error.is_none() {
             self.error = self.classify_end(end, at_us);
         }
@@ -353,7 +370,11 @@ impl RecordBuilder {
             usage: self.usage,
             n_out,
             token_source,
-            token_mismatch: completion_tokens.map(|n| n as i64 - n_token_events as i64),
+            // Saturating: a server may claim any count (u64::MAX included).
+            token_mismatch: completion_tokens.map(|n| {
+                (i128::from(n) - i128::from(n_token_events)).clamp(i64::MIN.into(), i64::MAX.into())
+                    as i64
+            }),
             finish_reason: self.finish_reason,
             saw_done: self.saw_done,
             token_times_us: self.token_times_us,
@@ -471,7 +492,10 @@ impl RecordBuilder {
             }
             self.n_data_events += 1;
             match interpret(&event.data) {
-                Ok(StreamItem::Done) => self.saw_done = true,
+                Ok(StreamItem::Done) => {
+                    self.saw_done = true;
+                    self.complete_at_us.get_or_insert(event.at_us);
+                }
                 Ok(StreamItem::Error { message }) => {
                     self.error = Some(RequestError {
                         kind: ErrorKind::StreamErrorEvent,
@@ -498,6 +522,10 @@ impl RecordBuilder {
                     }
                     if chunk.usage.is_some() {
                         self.usage = chunk.usage;
+                        if self.finish_reason.is_some() {
+                            // The usage chunk comes last (OpenAI's order).
+                            self.complete_at_us.get_or_insert(event.at_us);
+                        }
                     }
                     if chunk.finish_reason.is_some() {
                         self.finish_reason = chunk.finish_reason;
@@ -568,15 +596,57 @@ mod tests {
     }
 
     #[test]
+    fn the_request_ends_when_the_stream_says_so_whatever_the_body_does() {
+        let stream = |tail: &[u8]| {
+            let mut b = RecordBuilder::new(START, RecordOptions::default());
+            b.on_headers(200, Some("text/event-stream"), None, 1_000);
+            b.on_bytes(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+                10_000,
+            );
+            b.on_bytes(
+                b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                20_000,
+            );
+            b.on_bytes(tail, 30_000);
+            b
+        };
+        // [DONE], then the body held open until the timeout, or cut: complete, at [DONE].
+        for end in [
+            StreamEnd::TimedOut,
+            StreamEnd::NetworkError {
+                message: "reset".into(),
+            },
+            StreamEnd::Complete,
+        ] {
+            let b = stream(b"data: [DONE]\n\n");
+            assert!(b.is_complete());
+            let r = b.finish(end.clone(), 60_000_000);
+            assert!(r.is_ok(), "{end:?}: {:?}", r.error);
+            assert_eq!(r.end_us, 30_000, "{end:?}");
+        }
+        // The usage chunk after the finish is the last word too.
+        let b = stream(
+            b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\n",
+        );
+        assert!(b.is_complete());
+        let r = b.finish(StreamEnd::TimedOut, 60_000_000);
+        assert_eq!((r.is_ok(), r.end_us, r.n_out), (true, 30_000, Some(1)));
+        // Without either, a timeout is a timeout.
+        let r = stream(b": keep-alive\n\n").finish(StreamEnd::TimedOut, 60_000_000);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::TimeoutMidStream);
+    }
+
+    #[test]
     fn plain_stream_metrics_are_exact() {
         let mut b = builder();
         b.on_bytes(ROLE.as_bytes(), 2_000);
         b.on_bytes(content("你").as_bytes(), 101_500); // TTFT 100 ms
         b.on_bytes(content("好").as_bytes(), 121_500);
         b.on_bytes(content("！").as_bytes(), 151_500);
-        b.on_bytes(FINISH.as_bytes(), 151_600);
-        b.on_bytes(DONE.as_bytes(), 151_700);
-        let r = b.finish(StreamEnd::Complete, 161_500); // E2E 160 ms
+        b.on_bytes(FINISH.as_bytes(), 161_400);
+        b.on_bytes(DONE.as_bytes(), 161_500); // E2E 160 ms: it ends at [DONE]…
+        let r = b.finish(StreamEnd::Complete, 171_500); // …not at the body's end
         assert!(r.is_ok(), "{:?}", r.error);
         assert_eq!(r.queue_us(), 500);
         assert_eq!(r.ttft_us(), Some(100_000));
@@ -621,9 +691,9 @@ mod tests {
         let mut b = builder();
         b.on_bytes(content("one two three").as_bytes(), 11_500);
         b.on_bytes(content(" four five six seven").as_bytes(), 71_500);
-        b.on_bytes(usage(7).as_bytes(), 71_600);
-        b.on_bytes(DONE.as_bytes(), 71_700);
-        let r = b.finish(StreamEnd::Complete, 71_500 + 10_000);
+        b.on_bytes(usage(7).as_bytes(), 81_400);
+        b.on_bytes(DONE.as_bytes(), 81_500);
+        let r = b.finish(StreamEnd::Complete, 91_500);
         assert_eq!(r.n_out, Some(7));
         assert_eq!(r.token_source, TokenSource::Usage);
         assert_eq!(r.token_mismatch, Some(5));

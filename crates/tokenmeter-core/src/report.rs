@@ -377,17 +377,30 @@ fn fails_text(fails: &BTreeMap<ErrorKind, u64>) -> String {
         .join(" ")
 }
 
+/// A cell a spreadsheet would run as a formula (server text such as an error detail
+/// may start with `=`, `+`, `-`, `@`): prefixed with `'`, OWASP's advice. Numbers
+/// (`-3`) stay numbers.
+fn defused(field: &str) -> std::borrow::Cow<'_, str> {
+    let risky = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && field.parse::<f64>().is_err() {
+        format!("'{field}").into()
+    } else {
+        field.into()
+    }
+}
+
 fn push_csv_row(out: &mut String, fields: &[String]) {
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
+        let field = defused(field);
         if field.contains([',', '"', '\n', '\r']) {
             out.push('"');
             out.push_str(&field.replace('"', "\"\""));
             out.push('"');
         } else {
-            out.push_str(field);
+            out.push_str(&field);
         }
     }
     out.push('\n');
@@ -760,6 +773,18 @@ mod tests {
             "{:?}",
             doc.environment.notes
         );
+    }
+
+    #[test]
+    fn csv_cells_from_servers_cannot_be_formulas() {
+        let mut doc = document();
+        doc.records[3].error.as_mut().unwrap().detail = "=HYPERLINK(\"http://x\")".into();
+        doc.records[3].finish_reason = Some("@SUM(A1)".into());
+        doc.records[3].token_mismatch = Some(-3);
+        let csv = doc.requests_csv();
+        assert!(csv.contains(",\"'=HYPERLINK(\"\"http://x\"\")\","), "{csv}");
+        assert!(csv.contains(",'@SUM(A1)"), "{csv}");
+        assert!(csv.contains(",-3,"), "numbers stay numbers: {csv}");
     }
 
     #[test]

@@ -165,15 +165,18 @@ impl LevelStats {
         // ⌊(i+1)·N/n⌋ − ⌊i·N/n⌋), so bins stay exact integers whatever the merge order.
         let n_events = record.token_times_us.len() as u64;
         for (i, &t) in (0u64..).zip(&record.token_times_us) {
-            let share = (i + 1) * n_out / n_events - i * n_out / n_events;
-            *self.token_bins.entry(t / 1_000_000).or_default() += share;
+            // In u128: N_out is the server's word, and may be near u64::MAX.
+            let (i, n, e) = (u128::from(i), u128::from(n_out), u128::from(n_events));
+            let share = u64::try_from((i + 1) * n / e - i * n / e).unwrap_or(u64::MAX);
+            let bin = self.token_bins.entry(t / 1_000_000).or_default();
+            *bin = bin.saturating_add(share);
         }
         if record.token_source == TokenSource::Usage {
             self.n_usage_counted += 1;
         }
         if let Some(m) = record.token_mismatch.filter(|&m| m != 0) {
             self.n_mismatched += 1;
-            self.abs_mismatch_total += m.unsigned_abs();
+            self.abs_mismatch_total = self.abs_mismatch_total.saturating_add(m.unsigned_abs());
         }
     }
 
@@ -189,7 +192,10 @@ impl LevelStats {
         };
         let wall_s = wall_us as f64 / US_PER_S;
         let per_s = |x: f64| if wall_s > 0.0 { x / wall_s } else { 0.0 };
-        let n_out_total: u64 = self.rows.iter().map(|r| r.n_out).sum();
+        let n_out_total: u64 = self
+            .rows
+            .iter()
+            .fold(0u64, |total, r| total.saturating_add(r.n_out));
         let n_good = self
             .rows
             .iter()
@@ -270,14 +276,17 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.slow_send_us.extend_from_slice(&other.slow_send_us);
         self.itl_us.extend_from_slice(&other.itl_us);
         for (bin, n) in &other.token_bins {
-            *self.token_bins.entry(*bin).or_default() += n;
+            let total = self.token_bins.entry(*bin).or_default();
+            *total = total.saturating_add(*n);
         }
         self.spans.extend_from_slice(&other.spans);
         self.first_wanted_us = min_opt(self.first_wanted_us, other.first_wanted_us);
         self.last_end_us = self.last_end_us.max(other.last_end_us);
         self.n_usage_counted += other.n_usage_counted;
         self.n_mismatched += other.n_mismatched;
-        self.abs_mismatch_total += other.abs_mismatch_total;
+        self.abs_mismatch_total = self
+            .abs_mismatch_total
+            .saturating_add(other.abs_mismatch_total);
     }
 }
 
@@ -382,6 +391,45 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_claiming_absurd_usage_panics_nothing() {
+        use crate::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
+        let mut all = LevelStats::new(1);
+        for claimed in [u64::MAX, 1 << 63, (1 << 63) - 1] {
+            let mut b = RecordBuilder::new(
+                RequestStart {
+                    id: 1,
+                    concurrency: 1,
+                    warmup: false,
+                    wanted_us: 0,
+                    sent_us: 0,
+                },
+                RecordOptions::default(),
+            );
+            b.on_headers(200, Some("text/event-stream"), None, 1_000);
+            for t in [100_000, 200_000, 1_300_000] {
+                b.on_bytes(
+                    b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+                    t,
+                );
+            }
+            let usage = format!(
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":{claimed}}}}}\n\ndata: [DONE]\n\n"
+            );
+            b.on_bytes(usage.as_bytes(), 1_400_000);
+            let r = b.finish(StreamEnd::Complete, 1_400_000);
+            assert_eq!(r.n_out, Some(claimed));
+            assert!(r.token_mismatch.is_some());
+            let mut one = LevelStats::new(1);
+            one.add(&r);
+            all += &one;
+            all.add(&r);
+        }
+        let s = all.summary(&Slo::default());
+        assert_eq!(s.n_out_total, u64::MAX, "saturated");
+        assert!(s.output_tps.is_finite() && s.peak_output_tps.is_finite());
+    }
     use crate::{
         error::RequestError,
         record::{RequestRecord, TokenSource},

@@ -43,7 +43,8 @@ pub struct SimConfig {
     /// would: the cost of preflights becomes visible to the page.
     #[arg(long, default_value_t = 0.0)]
     pub preflight_delay_ms: f64,
-    /// How long a `hang` request holds back its headers, seconds.
+    /// How long a `hang` request holds back its headers, and a `done-hold` body stays
+    /// open after `[DONE]`, seconds.
     #[arg(long, default_value_t = 120.0)]
     pub hang_s: f64,
     /// Requests kept in the truth record (oldest dropped first).

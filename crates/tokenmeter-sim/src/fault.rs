@@ -38,10 +38,16 @@ pub enum Fault {
     MultiToken,
     /// The first quarter of the tokens is `reasoning_content`.
     Reasoning,
+    /// 400 whose error message echoes every request header, key included, as
+    /// debugging gateways do.
+    EchoHeaders,
+    /// The whole stream, `[DONE]` included, then the body held open for the hang
+    /// time (as some proxies do).
+    DoneHold,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 18] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -58,6 +64,8 @@ impl Fault {
         Fault::Crlf,
         Fault::MultiToken,
         Fault::Reasoning,
+        Fault::EchoHeaders,
+        Fault::DoneHold,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +86,8 @@ impl Fault {
             Fault::Crlf => "crlf",
             Fault::MultiToken => "multi-token",
             Fault::Reasoning => "reasoning",
+            Fault::EchoHeaders => "echo-headers",
+            Fault::DoneHold => "done-hold",
         }
     }
 

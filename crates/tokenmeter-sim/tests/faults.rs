@@ -175,3 +175,56 @@ async fn a_global_fault_applies_to_every_request() {
     let r = post_chat(sim.addr, &[], &chat_body(2, true)).await;
     assert_eq!(r.status, 429);
 }
+
+#[tokio::test]
+async fn done_hold_keeps_the_body_open_after_done_and_echo_headers_shows_the_key() {
+    let mut config = fast_config();
+    config.hang_s = 0.4;
+    config.api_key = Some("sk-echo-me-0123456789".into());
+    let sim = start(config).await;
+    let origin = Instant::now();
+    let r = post_chat(
+        sim.addr,
+        &[
+            ("x-tokenmeter-fault", "done-hold"),
+            ("authorization", "Bearer sk-echo-me-0123456789"),
+        ],
+        &chat_body(4, true),
+    )
+    .await;
+    // [DONE] arrives, then the body stays open for the hang time.
+    let done_at = r
+        .frames
+        .iter()
+        .find(|(_, bytes)| bytes.windows(6).any(|w| w == b"[DONE]"))
+        .map(|(at, _)| *at)
+        .expect("[DONE] was sent");
+    let body_end = r.frames.last().map(|(at, _)| *at).unwrap();
+    assert!(done_at - r.sent_at < Duration::from_millis(300));
+    assert!(
+        Instant::now() - done_at >= Duration::from_millis(350),
+        "the body ended {:?} after [DONE]",
+        Instant::now() - done_at
+    );
+    assert!(body_end <= Instant::now());
+    // The core ends the request at [DONE], not at the body's end.
+    let record = measure(&r, origin, true);
+    assert!(record.is_ok(), "{:?}", record.error);
+    let done_us = (done_at - origin).as_micros() as u64;
+    assert!(record.end_us <= done_us + 1_000, "E2E ends at [DONE]");
+
+    // A gateway that echoes the request's headers in its error, key and all.
+    let r = post_chat(
+        sim.addr,
+        &[
+            ("x-tokenmeter-fault", "echo-headers"),
+            ("authorization", "Bearer sk-echo-me-0123456789"),
+        ],
+        &chat_body(4, true),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(r
+        .text()
+        .contains("authorization: Bearer sk-echo-me-0123456789"));
+}

@@ -216,8 +216,9 @@ async fn handle(
 }
 
 /// Reads the request and applies every check and fault that answers before any
-/// token: a bad fault header or body (400), the key (401), the model (404), and the
-/// `429`, `500`, `502` and `hang` faults. `Err` is that early answer.
+/// token: a bad fault header or body (400), `echo-headers` (400), the key (401), the
+/// model (404), and the `429`, `500`, `502` and `hang` faults. `Err` is that early
+/// answer.
 async fn admit(
     state: &AppState,
     endpoint: Endpoint,
@@ -241,6 +242,19 @@ async fn admit(
     truth.model = ask.model.clone();
     truth.stream = ask.stream;
 
+    if faults.has(Fault::EchoHeaders) {
+        // Before the key check: a debugging gateway in front of the server.
+        let echoed: Vec<String> = headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap_or("?")))
+            .collect();
+        return Err(openai_error(
+            StatusCode::BAD_REQUEST,
+            &format!("bad request; the request was:\n{}", echoed.join("\n")),
+            "invalid_request_error",
+            None,
+        ));
+    }
     let key_ok = state.config.api_key.as_deref().is_none_or(|key| {
         let bearer = headers
             .get(header::AUTHORIZATION)

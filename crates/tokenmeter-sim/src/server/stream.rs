@@ -5,10 +5,12 @@
 
 use std::{
     collections::VecDeque,
+    future::Future,
     io,
     pin::Pin,
     sync::Arc,
     task::{ready, Context, Poll},
+    time::Duration,
 };
 
 use axum::{
@@ -63,6 +65,8 @@ struct Writer {
     group_is_reasoning: bool,
     ended: bool,
     committed: bool,
+    /// The `done-hold` fault's wait after the last event.
+    hold: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The connection's write gate, and when it wrote each token.
     gate: Arc<Gate>,
     written: Arc<WrittenSlots>,
@@ -252,6 +256,15 @@ impl Writer {
                     .gate
                     .poll_written(&self.written, self.truth.tokens.len(), cx));
                 self.commit();
+                if self.plan.faults.has(Fault::DoneHold) {
+                    // `[DONE]` is out; the body stays open as a misbehaving proxy
+                    // keeps it, until the hang time passes.
+                    let hang = Duration::from_secs_f64(self.state.config.hang_s);
+                    let hold = self
+                        .hold
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(hang)));
+                    ready!(hold.as_mut().poll(cx));
+                }
                 return Poll::Ready(None);
             }
             let next = match self.rx.as_mut() {
@@ -340,6 +353,7 @@ pub(super) fn stream_response(
         group_is_reasoning: false,
         ended: false,
         committed: false,
+        hold: None,
         gate,
         written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
         plan,
