@@ -29,8 +29,14 @@ pub enum WorkerEvent {
     Broken(String),
 }
 
+/// How long a new worker may take to say `Ready`: its script loads, but its wasm
+/// may not (missing, or a stale cached copy), and then nothing else would tell.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A started worker and the handlers that live as long as it does.
 struct Started {
+    /// Which start this is, so that a late watchdog knows its own worker.
+    generation: u64,
     worker: Worker,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::Event)>,
@@ -51,6 +57,7 @@ enum WorkerState {
 #[derive(Clone, Copy)]
 pub struct EngineWorker {
     state: StoredValue<WorkerState, LocalStorage>,
+    n_started: StoredValue<u64>,
     on_event: StoredValue<Rc<dyn Fn(WorkerEvent)>, LocalStorage>,
 }
 
@@ -59,6 +66,7 @@ impl EngineWorker {
     pub fn new(on_event: impl Fn(WorkerEvent) + 'static) -> EngineWorker {
         EngineWorker {
             state: StoredValue::new_local(WorkerState::None),
+            n_started: StoredValue::new(0),
             on_event: StoredValue::new_local(Rc::new(on_event)),
         }
     }
@@ -97,6 +105,8 @@ impl EngineWorker {
     }
 
     fn start(&self) -> Result<Started, String> {
+        let generation = self.n_started.get_value() + 1;
+        self.n_started.set_value(generation);
         // Trunk's loader uses importScripts: a classic worker, not a module one.
         let options = WorkerOptions::new();
         options.set_type(WorkerType::Classic);
@@ -116,13 +126,37 @@ impl EngineWorker {
             }
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
-            handle.broke(format!(
-                "the engine worker failed to load ({WORKER_URL}); see the browser console"
-            ));
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            let loading = handle
+                .state
+                .with_value(|s| matches!(s, WorkerState::Loading { .. }));
+            let message = js_sys::Reflect::get(&event, &"message".into())
+                .ok()
+                .and_then(|m| m.as_string())
+                .unwrap_or_default();
+            handle.broke(if loading {
+                format!("the engine worker failed to load ({WORKER_URL}); see the browser console")
+            } else {
+                format!("the engine worker stopped with an error ({message}); the next Run starts a new one")
+            });
         });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        // The watchdog: still loading after a while means it never will.
+        let handle = *self;
+        wasm_bindgen_futures::spawn_local(async move {
+            gloo_timers::future::sleep(READY_WITHIN).await;
+            let stuck = handle.state.try_with_value(|s| {
+                matches!(s, WorkerState::Loading { started, .. } if started.generation == generation)
+            });
+            if stuck == Some(true) {
+                handle.broke(format!(
+                    "the engine worker did not start within {} s: worker_loader.js loaded, but worker.js or worker_bg.wasm did not (missing, or a stale cached copy: reload the page, and make sure the host serves them)",
+                    READY_WITHIN.as_secs()
+                ));
+            }
+        });
         Ok(Started {
+            generation,
             worker,
             _on_message: on_message,
             _on_error: on_error,

@@ -206,3 +206,64 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         "progress at most ten times a second"
     );
 }
+
+#[wasm_bindgen_test]
+async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
+    use std::{cell::RefCell, rc::Rc};
+    use tokenmeter::{
+        engine::{
+            conditions::Visibility,
+            runner::{run, RunInput},
+        },
+        protocol::FromWorker,
+    };
+    use tokenmeter_core::{
+        plan::{LoadMode, Plan},
+        report::RunStatus,
+    };
+
+    // One arrival every 20 s: after the first, the scheduler waits for the second.
+    let mut plan = Plan::default_for_simulator(sim_url());
+    plan.load = LoadMode::Arrivals {
+        rate_rps: 0.05,
+        poisson: false,
+        n_requests: 3,
+        seed: 1,
+    };
+    plan.max_tokens = 4;
+    plan.warmup_requests = 0;
+    let messages: Rc<RefCell<Vec<FromWorker>>> = Rc::default();
+    let post: Rc<dyn Fn(FromWorker)> = Rc::new({
+        let messages = messages.clone();
+        move |m| messages.borrow_mut().push(m)
+    });
+    let cancel = CancelToken::default();
+    wasm_bindgen_futures::spawn_local({
+        let cancel = cancel.clone();
+        async move {
+            gloo_timers::future::sleep(Duration::from_millis(1_500)).await;
+            cancel.cancel();
+        }
+    });
+    let clock = Clock::start();
+    let input = RunInput {
+        run_id: "r".into(),
+        started_at: "t".into(),
+        plan,
+        api_key: None,
+        visibility: Rc::new(Visibility::default()),
+    };
+    run(input, cancel, post).await;
+    // Not a speed limit: the run must end before the next arrival was even due.
+    assert!(
+        clock.now_ms() < 20_000.0,
+        "the run waited {:.0} ms for an arrival after Cancel",
+        clock.now_ms()
+    );
+    let messages = messages.borrow();
+    let Some(FromWorker::Finished { document }) = messages.last() else {
+        panic!("the run ends with its document");
+    };
+    assert_eq!(document.status, RunStatus::Cancelled);
+    assert_eq!(document.levels[0].n_ok, 1, "the first arrival is kept");
+}

@@ -19,15 +19,16 @@ const TYPES = {
 /**
  * Serves `root` at `http://127.0.0.1:<port><prefix>`; resolves to
  * `{ url, requests, close }`, where `requests` lists every path asked for with its status.
- * `headers` go on every file served (e.g. COOP + COEP, to make the page cross-origin isolated).
+ * `headers` go on every file served (e.g. COOP + COEP, to make the page cross-origin isolated);
+ * files named in `missing` answer 404, as after a bad deployment.
  */
-export async function serveStatic(root, prefix = '/', headers = {}) {
+export async function serveStatic(root, prefix = '/', headers = {}, { missing = [] } = {}) {
   const requests = [];
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     let status = 404;
     try {
-      if (path.startsWith(prefix)) {
+      if (path.startsWith(prefix) && !missing.some((name) => path.endsWith(`/${name}`))) {
         let file = normalize(join(root, path.slice(prefix.length)));
         if (!file.startsWith(normalize(root))) throw new Error('outside the root');
         if ((await stat(file)).isDirectory()) file = join(file, 'index.html');

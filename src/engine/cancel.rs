@@ -3,6 +3,7 @@
 
 use std::{cell::RefCell, collections::HashMap, rc::Rc};
 
+use futures_channel::oneshot;
 use web_sys::AbortController;
 
 #[derive(Clone, Default)]
@@ -15,6 +16,8 @@ struct Inner {
     cancelled: bool,
     next_id: u64,
     in_flight: HashMap<u64, AbortController>,
+    /// Who waits for Cancel (a scheduler between arrivals).
+    waiting: Vec<oneshot::Sender<()>>,
 }
 
 impl CancelToken {
@@ -24,14 +27,35 @@ impl CancelToken {
 
     /// Sets the flag and aborts every registered request.
     pub fn cancel(&self) {
-        let controllers: Vec<AbortController> = {
+        let (controllers, waiting): (Vec<AbortController>, Vec<_>) = {
             let mut inner = self.inner.borrow_mut();
             inner.cancelled = true;
-            inner.in_flight.drain().map(|(_, c)| c).collect()
+            (
+                inner.in_flight.drain().map(|(_, c)| c).collect(),
+                inner.waiting.drain(..).collect(),
+            )
         };
         for controller in controllers {
             controller.abort();
         }
+        for waiter in waiting {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Resolves once the run is cancelled (at once if it already is), so that a
+    /// wait for the next arrival never outlasts Cancel.
+    pub async fn cancelled(&self) {
+        let receiver = {
+            let mut inner = self.inner.borrow_mut();
+            if inner.cancelled {
+                return;
+            }
+            let (sender, receiver) = oneshot::channel();
+            inner.waiting.push(sender);
+            receiver
+        };
+        let _ = receiver.await;
     }
 
     /// Registers a request until the returned guard is dropped.

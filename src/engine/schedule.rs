@@ -7,7 +7,10 @@
 use std::{cell::Cell, rc::Rc, time::Duration};
 
 use futures_channel::mpsc;
-use futures_util::{future::join_all, StreamExt};
+use futures_util::{
+    future::{join_all, select},
+    StreamExt,
+};
 use tokenmeter_core::record::{RecordOptions, RequestStart};
 
 use super::{
@@ -76,7 +79,12 @@ impl Level<'_> {
             let due_ms = level_start_ms + offset;
             let wait_ms = due_ms - clock.now_ms();
             if wait_ms >= 1.0 {
-                gloo_timers::future::sleep(Duration::from_micros((wait_ms * 1e3) as u64)).await;
+                // Until the arrival is due, or Cancel, whichever comes first: at
+                // 0.05 requests/s the next one may be 20 s away.
+                let due = gloo_timers::future::sleep(Duration::from_micros((wait_ms * 1e3) as u64));
+                let cancelled = self.cancel.cancelled();
+                futures_util::pin_mut!(due, cancelled);
+                select(due, cancelled).await;
             }
             if self.cancel.is_cancelled() {
                 break;

@@ -200,8 +200,23 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
             break;
         }
     }
+    let last = measured[measured.len() - 1];
+    // Every request failed at each level above the last that had a success: the
+    // service broke there, and a knee computed from successes alone would say it
+    // "still grows".
+    let above: Vec<&LevelPoint> = points
+        .iter()
+        .filter(|p| p.concurrency > last.concurrency)
+        .collect();
+    if verdict.knee.is_none() && !above.is_empty() && above.iter().all(|p| p.n_fail > 0) {
+        verdict.knee = Some(last.concurrency);
+        verdict.push(Sentence::CollapsedAbove {
+            knee: last.concurrency,
+            next: above[0].concurrency,
+            n_fail: above[0].n_fail,
+        });
+    }
     if verdict.knee.is_none() {
-        let last = measured[measured.len() - 1];
         if measured.len() >= 2 {
             let prev = measured[measured.len() - 2];
             verdict.push(Sentence::NoKnee {
@@ -438,6 +453,31 @@ mod tests {
         table[4].ttft_p95_ms = Some(1000.0);
         let v = analyse_points(&table, &Slo::default(), &AnalysisParams::default());
         assert_eq!(v.knee, None);
+    }
+
+    #[test]
+    fn a_top_level_where_everything_failed_is_the_end_of_capacity() {
+        let mut table = article_table()[..4].to_vec();
+        table.push(LevelPoint {
+            concurrency: 16,
+            output_tps: 0.0,
+            ttft_p95_ms: None,
+            tpot_p95_ms: None,
+            e2e_p95_ms: None,
+            n_ok: 0,
+            n_fail: 8,
+        });
+        let v = analyse_points(&table, &Slo::default(), &AnalysisParams::default());
+        assert_eq!(v.knee, Some(8), "{}", v.explanation_en);
+        assert_eq!(v.safe_concurrency, Some(5));
+        assert!(
+            v.explanation_en
+                .contains("at concurrency 16 all 8 requests failed"),
+            "{}",
+            v.explanation_en
+        );
+        assert!(!v.explanation_en.contains("No knee"));
+        assert!(v.explanation_zh.contains("并发 16"));
     }
 
     #[test]

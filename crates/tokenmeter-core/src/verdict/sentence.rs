@@ -28,6 +28,8 @@ pub enum Sentence {
         knee_ttft_p95_ms: Option<f64>,
         next_ttft_p95_ms: Option<f64>,
     },
+    /// Every request failed above `knee`: the service's capacity ended there.
+    CollapsedAbove { knee: u32, next: u32, n_fail: u64 },
     /// Failures at the level after the knee.
     FailuresAfterKnee { concurrency: u32, n_fail: u64 },
     /// Throughput still grew at the last step.
@@ -111,6 +113,13 @@ impl Sentence {
                     format!("吞吐从并发 {first} 的 {first_tps:.0} tok/s 涨到并发 {knee} 的 {knee_tps:.0} tok/s，但加到并发 {next} 只多了 {gain_pct:.1}%（{next_tps:.0} tok/s），同时 p95 TTFT 从 {from} 升到 {to}：拐点在并发 {knee}。")
                 } else {
                     format!("Throughput grows from {first_tps:.0} tok/s at concurrency {first} to {knee_tps:.0} tok/s at {knee}, but going to {next} adds only {gain_pct:.1}% ({next_tps:.0} tok/s) while p95 TTFT rises from {from} to {to}: the knee is at concurrency {knee}.")
+                }
+            }
+            Sentence::CollapsedAbove { knee, next, n_fail } => {
+                if zh {
+                    format!("并发 {next} 时 {n_fail} 个请求全部失败：服务的容量在并发 {knee} 处就到头了，拐点在并发 {knee}。请看错误面板了解失败原因。")
+                } else {
+                    format!("Throughput did not level off, it broke: at concurrency {next} all {n_fail} requests failed, so the service's capacity ended at {knee}, the knee. See the errors panel for why.")
                 }
             }
             Sentence::FailuresAfterKnee {
