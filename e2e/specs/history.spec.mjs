@@ -65,3 +65,46 @@ test('runs are kept, compared, viewed, deleted and imported', async () => {
   assert.match(await app.byTestId('history-import-error').textContent(), /newer tokenmeter/);
   await context.close();
 });
+
+test('a full storage never erases kept runs: it says what it could not keep', async () => {
+  const context = await suite.browser.newContext();
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  const runOnce = async () => {
+    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 16, warmup: 0 });
+    await app.run();
+    await app.waitForStatus('done');
+    await page.waitForTimeout(5); // distinct run ids
+  };
+  await runOnce();
+  await runOnce();
+  const before = await historyIds(page);
+  assert.equal(before.length, 2);
+  // Fill the rest of this origin's storage, as other pages of the same site would.
+  await page.evaluate(() => {
+    let lo = 0;
+    let hi = 12 * 1024 * 1024;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      try {
+        localStorage.setItem('other-data', 'x'.repeat(mid));
+        lo = mid;
+      } catch {
+        hi = mid - 1;
+      }
+    }
+    localStorage.setItem('other-data', 'x'.repeat(lo));
+  });
+  await runOnce();
+  const after = await historyIds(page);
+  assert.equal(after.length, 3, 'the page keeps every run');
+  assert.deepEqual(after.slice(1), before, 'the older runs are still there');
+  assert.match(await app.byTestId('history-storage-note').textContent(), /storage|stored/);
+  // Reloaded, storage still holds runs kept before (nothing was erased).
+  await page.reload();
+  await app.byTestId('app-title').waitFor();
+  const stored = await historyIds(page);
+  assert.ok(stored.includes(before[0]), `storage kept ${before[0]}: ${stored}`);
+  await context.close();
+});

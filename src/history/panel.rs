@@ -47,6 +47,9 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                     </tbody>
                 </table>
             </Show>
+            {move || history.storage_note.get().map(|note| view! {
+                <p class="callout warn" data-testid="history-storage-note">{note}</p>
+            })}
             <details class="import">
                 <summary>"Import a run document (JSON)"</summary>
                 <textarea

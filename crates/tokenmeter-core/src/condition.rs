@@ -61,6 +61,9 @@ pub enum RunCondition {
     EngineLag { concurrency: u32, lag_ms: f64 },
     /// `performance.now()` is coarse because the page is not cross-origin isolated.
     CoarseTimer { resolution_us: f64 },
+    /// The run as kept in the browser's history lost its per-request records (too
+    /// large for the browser's storage); the summaries, verdict and notes stay.
+    RecordsNotKept { n_records: u64 },
 }
 
 impl RunCondition {
@@ -141,6 +144,13 @@ impl RunCondition {
                     format!("{level}：测量引擎自身的事件循环最多晚了 {lag_ms:.0} ms，说明浏览器本身已饱和：这一档测到的有一部分是工具而不是服务端")
                 } else {
                     format!("{level}: the engine's own event loop ran up to {lag_ms:.0} ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server")
+                }
+            }
+            RunCondition::RecordsNotKept { n_records } => {
+                if zh {
+                    format!("历史记录里的这次运行没有保存 {n_records} 条逐请求记录（超出浏览器存储的容量），汇总、结论和说明都还在；要保留全部记录，请在运行结束时导出 JSON")
+                } else {
+                    format!("kept in history without its {n_records} per-request records (too large for this browser's storage); the summaries, verdict and notes are whole; export the JSON when a run ends to keep everything")
                 }
             }
             RunCondition::CoarseTimer { resolution_us } => {

@@ -182,6 +182,29 @@ impl RunDocument {
         }
     }
 
+    /// The document as kept in a browser's history: without per-token arrival times
+    /// and answer texts and, when its JSON is still larger than `max_bytes`, without
+    /// its per-request records, which a condition then says (the summaries, the
+    /// verdict and the notes stay whole). The full document is the JSON export.
+    pub fn for_history(&self, max_bytes: usize) -> RunDocument {
+        let mut document = self.clone();
+        for record in &mut document.records {
+            record.token_times_us = Vec::new();
+            record.output_text = None;
+        }
+        let size = serde_json::to_string(&document).map_or(usize::MAX, |json| json.len());
+        if size > max_bytes && !document.records.is_empty() {
+            let n_records = document.records.len() as u64;
+            document.records = Vec::new();
+            document
+                .environment
+                .conditions
+                .push(RunCondition::RecordsNotKept { n_records });
+            document.environment.notes = condition::notes(&document.environment.conditions);
+        }
+        document
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a run document always serialises")
     }
@@ -773,6 +796,31 @@ mod tests {
             "{:?}",
             doc.environment.notes
         );
+    }
+
+    #[test]
+    fn history_keeps_the_figures_and_drops_records_only_when_it_must() {
+        let doc = document();
+        let kept = doc.for_history(1 << 20);
+        assert_eq!(kept.records.len(), doc.records.len());
+        assert!(kept.records.iter().all(|r| r.token_times_us.is_empty()));
+        assert_eq!(kept.levels, doc.levels);
+        let small = doc.for_history(1_000);
+        assert!(small.records.is_empty());
+        assert_eq!(small.levels, doc.levels, "the figures are whole");
+        assert_eq!(small.verdict, doc.verdict);
+        assert_eq!(
+            small.environment.conditions.last(),
+            Some(&RunCondition::RecordsNotKept { n_records: 5 })
+        );
+        assert!(small
+            .environment
+            .notes
+            .last()
+            .unwrap()
+            .contains("without its 5 per-request records"));
+        // It reads back as a document.
+        assert_eq!(RunDocument::from_json(&small.to_json()).unwrap(), small);
     }
 
     #[test]
