@@ -68,11 +68,15 @@ for (const engine of selectedEngines()) {
         assert.equal(r.n_out, t.tokens.length, 'token counts are exact');
         assert.equal(r.n_token_events, t.n_token_events);
         if (r.concurrency <= 6) {
-          // Below the browser's HTTP/1.1 limit nothing waits in the browser: the
-          // page's TTFT is the server's, within a loose bound for a busy machine.
-          const ttftMs = (r.first_token_us - r.sent_us) / 1e3;
+          // Below the browser's HTTP/1.1 limit nothing queues in the browser: from
+          // when the request left it (Resource Timing, where the engine shows it),
+          // the page's TTFT is the server's, within a loose bound for a busy
+          // machine. (WebKitGTK's own send takes up to ~100 ms here: its browser
+          // wait, reported as such.)
+          const left = r.browser?.request_start_us ?? r.sent_us;
+          const ttftMs = (r.first_token_us - left) / 1e3;
           const truthMs = (t.tokens[0].written_us - t.accepted_us) / 1e3;
-          assert.ok(Math.abs(ttftMs - truthMs) < 80, `TTFT ${ttftMs} vs truth ${truthMs}`);
+          assert.ok(Math.abs(ttftMs - truthMs) < 80, `TTFT after send ${ttftMs} vs truth ${truthMs}`);
         }
       }
     });

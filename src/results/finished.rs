@@ -153,8 +153,18 @@ pub fn Finished(
     }
 }
 
-/// What the `tokens` column says: where N_out came from.
+/// What the `tokens` column says: where N_out came from, and how many of them were
+/// hidden reasoning.
 fn token_source(s: &Summary) -> String {
+    let source = token_count_source(s);
+    if s.n_hidden_reasoning > 0 {
+        format!("{source}, {} hidden reasoning", s.n_hidden_reasoning)
+    } else {
+        source
+    }
+}
+
+fn token_count_source(s: &Summary) -> String {
     if s.n_ok == 0 {
         "–".to_owned()
     } else if s.n_usage_counted == s.n_ok {

@@ -12,9 +12,9 @@
 //! | TTFT | first token of any kind (reasoning or answer) − `sent` |
 //! | time to first answer token | first `content`/`text` token − `sent` |
 //! | E2E | the stream's last word (`[DONE]`, or the usage chunk after a `finish_reason`; the body's end when neither comes) − `sent` |
-//! | TPOT | `(E2E − TTFT) / (N_out − 1)`, for `N_out ≥ 2` |
+//! | TPOT | `(E2E − TTFT) / (N_out − 1)`, for `N_out ≥ 2`, N_out without hidden reasoning |
 //! | ITL | gaps between consecutive token-bearing events, pooled over requests |
-//! | decode TPS | `(N_out − 1) / (t_last − t_first)` |
+//! | decode TPS | `(N_out − 1) / (t_last − t_first)`, N_out without hidden reasoning |
 //!
 //! `N_out` is `usage.completion_tokens` when the server sent it, else the number of
 //! token-bearing events; the record says which, and by how much the two differ
@@ -184,8 +184,25 @@ impl RequestRecord {
     }
 
     /// `(E2E − TTFT) / (N_out − 1)` in µs, for `N_out ≥ 2`.
+    /// Reasoning tokens the server counted (`usage`) but never streamed: they took
+    /// their time before the first token, and are no part of the streamed pace.
+    pub fn hidden_reasoning_tokens(&self) -> u64 {
+        if self.n_reasoning_events > 0 {
+            return 0;
+        }
+        self.usage.and_then(|u| u.reasoning_tokens).unwrap_or(0)
+    }
+
+    /// The tokens whose pace TPOT and decode speed measure: `N_out` without hidden
+    /// reasoning.
+    pub fn n_streamed_out(&self) -> Option<u64> {
+        self.n_out
+            .map(|n| n.saturating_sub(self.hidden_reasoning_tokens()))
+            .filter(|&n| n > 0)
+    }
+
     pub fn tpot_us(&self) -> Option<f64> {
-        let n_out = self.n_out?;
+        let n_out = self.n_streamed_out()?;
         let ttft = self.ttft_us()?;
         (n_out >= 2).then(|| (self.e2e_us().saturating_sub(ttft)) as f64 / (n_out - 1) as f64)
     }
@@ -199,7 +216,7 @@ impl RequestRecord {
 
     /// `(N_out − 1) / (t_last − t_first)` in tokens per second.
     pub fn decode_tps(&self) -> Option<f64> {
-        let n_out = self.n_out?;
+        let n_out = self.n_streamed_out()?;
         let span_us = self.last_token_us?.checked_sub(self.first_token_us?)?;
         (n_out >= 2 && span_us > 0).then(|| (n_out - 1) as f64 * 1e6 / span_us as f64)
     }
@@ -593,6 +610,28 @@ mod tests {
         );
         b.on_headers(200, Some("text/event-stream; charset=utf-8"), None, 1_900);
         b
+    }
+
+    #[test]
+    fn hidden_reasoning_is_counted_apart_and_left_out_of_the_pace() {
+        // 1 visible token every 10 ms after 400 ms of thinking; usage says 400 hidden
+        // reasoning tokens among 404.
+        let mut b = builder();
+        for (i, t) in [401_500u64, 411_500, 421_500, 431_500].iter().enumerate() {
+            b.on_bytes(content(&i.to_string()).as_bytes(), *t);
+        }
+        b.on_bytes(FINISH.as_bytes(), 431_600);
+        b.on_bytes(
+            b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":404,\"completion_tokens_details\":{\"reasoning_tokens\":400}}}\n\n",
+            431_700,
+        );
+        let r = b.finish(StreamEnd::Complete, 431_800);
+        assert_eq!(r.n_out, Some(404), "usage's count stands");
+        assert_eq!(r.hidden_reasoning_tokens(), 400);
+        assert_eq!(r.n_streamed_out(), Some(4));
+        // (E2E 430.2 ms − TTFT 400 ms) / 3, not / 403.
+        assert!((r.tpot_us().unwrap() - 30_200.0 / 3.0).abs() < 1e-6);
+        assert_eq!(r.decode_tps(), Some(100.0));
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub struct LevelStats {
     n_usage_counted: u64,
     n_mismatched: u64,
     abs_mismatch_total: u64,
+    /// Reasoning tokens counted in usage but never streamed, of successful requests.
+    #[serde(default)]
+    hidden_reasoning: u64,
 }
 
 impl LevelStats {
@@ -174,6 +177,9 @@ impl LevelStats {
         if record.token_source == TokenSource::Usage {
             self.n_usage_counted += 1;
         }
+        self.hidden_reasoning = self
+            .hidden_reasoning
+            .saturating_add(record.hidden_reasoning_tokens());
         if let Some(m) = record.token_mismatch.filter(|&m| m != 0) {
             self.n_mismatched += 1;
             self.abs_mismatch_total = self.abs_mismatch_total.saturating_add(m.unsigned_abs());
@@ -239,6 +245,7 @@ impl LevelStats {
             peak_output_tps: self.token_bins.values().copied().max().unwrap_or(0) as f64,
             peak_concurrency: peak_overlap(&self.spans),
             n_usage_counted: self.n_usage_counted,
+            n_hidden_reasoning: self.hidden_reasoning,
             n_mismatched: self.n_mismatched,
             mean_abs_mismatch: if self.n_mismatched > 0 {
                 self.abs_mismatch_total as f64 / self.n_mismatched as f64
@@ -287,6 +294,7 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.abs_mismatch_total = self
             .abs_mismatch_total
             .saturating_add(other.abs_mismatch_total);
+        self.hidden_reasoning = self.hidden_reasoning.saturating_add(other.hidden_reasoning);
     }
 }
 
@@ -367,6 +375,10 @@ pub struct Summary {
     pub peak_concurrency: u32,
     /// Successful requests whose N_out came from `usage`.
     pub n_usage_counted: u64,
+    /// Reasoning tokens that servers counted in `usage` but never streamed: in
+    /// `n_out_total` and the output tok/s, left out of TPOT and decode speed.
+    #[serde(default)]
+    pub n_hidden_reasoning: u64,
     /// Requests whose usage count differs from their chunk count.
     pub n_mismatched: u64,
     pub mean_abs_mismatch: f64,

@@ -98,7 +98,7 @@ impl WrittenSlots {
         (us != Self::NOT_WRITTEN).then_some(us)
     }
 
-    fn set(&self, index: usize, us: u64) {
+    pub(crate) fn set(&self, index: usize, us: u64) {
         if let Some(slot) = self.0.get(index) {
             slot.store(us, Ordering::Release);
         }

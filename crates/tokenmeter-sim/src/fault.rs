@@ -44,10 +44,13 @@ pub enum Fault {
     /// The whole stream, `[DONE]` included, then the body held open for the hang
     /// time (as some proxies do).
     DoneHold,
+    /// The first quarter of the tokens is reasoning that is generated and counted
+    /// in `usage` (`reasoning_tokens`) but never streamed.
+    HiddenReasoning,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -66,6 +69,7 @@ impl Fault {
         Fault::Reasoning,
         Fault::EchoHeaders,
         Fault::DoneHold,
+        Fault::HiddenReasoning,
     ];
 
     pub fn name(self) -> &'static str {
@@ -88,6 +92,7 @@ impl Fault {
             Fault::Reasoning => "reasoning",
             Fault::EchoHeaders => "echo-headers",
             Fault::DoneHold => "done-hold",
+            Fault::HiddenReasoning => "hidden-reasoning",
         }
     }
 

@@ -228,3 +228,20 @@ async fn done_hold_keeps_the_body_open_after_done_and_echo_headers_shows_the_key
         .text()
         .contains("authorization: Bearer sk-echo-me-0123456789"));
 }
+
+#[tokio::test]
+async fn hidden_reasoning_is_counted_but_never_streamed() {
+    let sim = start(fast_config()).await;
+    let (r, record) = with_fault(&sim, "hidden-reasoning", 16).await;
+    assert!(record.is_ok(), "{:?}", record.error);
+    assert!(
+        !r.text().contains("reasoning_content"),
+        "nothing of it is streamed"
+    );
+    assert_eq!(record.n_token_events, 12);
+    assert_eq!(record.n_out, Some(16));
+    assert_eq!(record.hidden_reasoning_tokens(), 4);
+    assert_eq!(record.n_streamed_out(), Some(12));
+    let truth = common::truth(sim.addr).await;
+    assert_eq!(truth["requests"][0]["n_reasoning_tokens"], 4);
+}

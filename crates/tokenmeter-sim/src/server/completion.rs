@@ -201,7 +201,10 @@ async fn handle(
         created: state.created_unix_s,
         include_usage: ask.include_usage,
         n_tokens,
-        n_reasoning: if faults.has(Fault::Reasoning) && endpoint == Endpoint::Chat && n_tokens > 0 {
+        n_reasoning: if (faults.has(Fault::Reasoning) || faults.has(Fault::HiddenReasoning))
+            && endpoint == Endpoint::Chat
+            && n_tokens > 0
+        {
             (n_tokens / 4).max(1)
         } else {
             0

@@ -129,6 +129,16 @@ impl Writer {
             written_us: None,
         });
         let is_reasoning = (index as u64) < self.plan.n_reasoning;
+        if is_reasoning && self.plan.faults.has(Fault::HiddenReasoning) {
+            // Thought, counted in usage, never streamed (o1-style hidden reasoning);
+            // its "written" is its due time, so the stream's end waits for nothing.
+            self.truth.n_reasoning_tokens += 1;
+            self.written.set(index, self.state.truth.us(due.due));
+            if due.last {
+                self.finish_normally();
+            }
+            return;
+        }
         if self.plan.faults.has(Fault::Comments) && index == 0 {
             self.push_raw(self.plan.comment("OPENROUTER PROCESSING"));
         }
