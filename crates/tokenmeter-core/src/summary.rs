@@ -168,9 +168,15 @@ impl LevelStats {
         // ⌊(i+1)·N/n⌋ − ⌊i·N/n⌋), so bins stay exact integers whatever the merge order.
         let n_events = record.token_times_us.len() as u64;
         for (i, &t) in (0u64..).zip(&record.token_times_us) {
-            // In u128: N_out is the server's word, and may be near u64::MAX.
-            let (i, n, e) = (u128::from(i), u128::from(n_out), u128::from(n_events));
-            let share = u64::try_from((i + 1) * n / e - i * n / e).unwrap_or(u64::MAX);
+            // This runs per token: u64 when it cannot overflow, u128 (a library
+            // call on wasm32) only for a server that claims an absurd N_out.
+            let share = match (i + 1).checked_mul(n_out) {
+                Some(upper) => upper / n_events - i * n_out / n_events,
+                None => {
+                    let (i, n, e) = (u128::from(i), u128::from(n_out), u128::from(n_events));
+                    u64::try_from((i + 1) * n / e - i * n / e).unwrap_or(u64::MAX)
+                }
+            };
             let bin = self.token_bins.entry(t / 1_000_000).or_default();
             *bin = bin.saturating_add(share);
         }
