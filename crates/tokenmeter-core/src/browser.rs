@@ -115,6 +115,19 @@ pub fn queues(engine: Engine, concurrency: u32, protocol: &str) -> bool {
         .is_some_and(|n| concurrency > n)
 }
 
+/// Of the protocols a level's requests went over (`nextHopProtocol` → requests), the
+/// one over which `engine` held some of `concurrency` requests back.
+pub fn queued_protocol(
+    engine: Engine,
+    concurrency: u32,
+    protocols: &std::collections::BTreeMap<String, u64>,
+) -> Option<&str> {
+    protocols
+        .keys()
+        .find(|protocol| queues(engine, concurrency, protocol))
+        .map(String::as_str)
+}
+
 /// Whether a base URL makes every browser speak HTTP/1.1: plain `http://` (browsers
 /// speak HTTP/2 only over TLS).
 pub fn is_plain_http(base_url: &str) -> bool {

@@ -6,10 +6,12 @@
 //! The run document keeps them typed (`environment.conditions`) and, for readers of
 //! schema 1, as English sentences (`environment.notes`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::{Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT},
+    browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT},
     error::Lang,
     stats::Distribution,
     summary::Summary,
@@ -56,9 +58,20 @@ pub enum RunCondition {
     },
     /// The page was hidden during a level (browsers throttle hidden tabs).
     HiddenPage { concurrency: u32, hidden_ms: f64 },
-    /// The engine's own event loop ran late during a level: the browser itself was
-    /// saturated.
-    EngineLag { concurrency: u32, lag_ms: f64 },
+    /// The engine's own event loop ran late while a level's requests were in
+    /// flight: the browser itself was saturated, and timestamps taken then moved.
+    EngineLag {
+        concurrency: u32,
+        /// The worst lateness, ms.
+        lag_ms: f64,
+        /// Lateness at p95 of the engine's ticks while requests were in flight, ms
+        /// (absent in documents from before it was measured).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lag_p95_ms: Option<f64>,
+    },
+    /// The server sends no `Timing-Allow-Origin`, so the browser hides when each
+    /// request left it: TTFT holds the browser's own wait and cannot be split.
+    TimingHidden { n_requests: u64 },
     /// `performance.now()` is coarse because the page is not cross-origin isolated.
     CoarseTimer { resolution_us: f64 },
     /// The run as kept in the browser's history lost its per-request records (too
@@ -138,12 +151,21 @@ impl RunCondition {
             RunCondition::EngineLag {
                 concurrency,
                 lag_ms,
+                lag_p95_ms,
             } => {
                 let level = level_name(concurrency, lang);
+                match (lag_p95_ms, zh) {
+                    (Some(p95), true) => format!("{level}：请求进行中，测量引擎自身的事件循环最多晚了 {lag_ms:.0} ms（p95 为 {p95:.0} ms），这段时间里记下的时间戳也晚了这么多：浏览器本身已饱和，这一档测到的有一部分是工具而不是服务端"),
+                    (Some(p95), false) => format!("{level}: while requests were in flight the engine's own event loop ran up to {lag_ms:.0} ms late ({p95:.0} ms at p95), and timestamps taken then are late by as much: the browser itself was saturated, and part of what this level measured is the tool, not the server"),
+                    (None, true) => format!("{level}：测量引擎自身的事件循环最多晚了 {lag_ms:.0} ms，说明浏览器本身已饱和：这一档测到的有一部分是工具而不是服务端"),
+                    (None, false) => format!("{level}: the engine's own event loop ran up to {lag_ms:.0} ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server"),
+                }
+            }
+            RunCondition::TimingHidden { n_requests } => {
                 if zh {
-                    format!("{level}：测量引擎自身的事件循环最多晚了 {lag_ms:.0} ms，说明浏览器本身已饱和：这一档测到的有一部分是工具而不是服务端")
+                    format!("服务端没有发送 Timing-Allow-Origin，浏览器隐藏了 {n_requests} 个请求离开浏览器的时刻：TTFT 包含浏览器自身的等待（连接排队、建连、CORS 预检），无法拆分为浏览器和服务端两部分；请让服务端在响应中加上 `Timing-Allow-Origin: *`（或本页面的源），例如 nginx：`add_header Timing-Allow-Origin * always;`")
                 } else {
-                    format!("{level}: the engine's own event loop ran up to {lag_ms:.0} ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server")
+                    format!("the server sends no Timing-Allow-Origin, so the browser hid when {n_requests} requests left it: TTFT holds the browser's own wait (connection queue, set-up, CORS preflight) and cannot be split into the browser's part and the server's; have the server add `Timing-Allow-Origin: *` (or this page's origin) to its responses, e.g. nginx `add_header Timing-Allow-Origin * always;`")
                 }
             }
             RunCondition::RecordsNotKept { n_records } => {
@@ -164,6 +186,24 @@ impl RunCondition {
     }
 }
 
+/// The engine's event loop running this much later than asked, at worst, while
+/// requests were in flight, is worth a note: timestamps taken then moved as much.
+pub const LAG_NOTE_MS: f64 = 20.0;
+
+/// The engine's lateness at p95 of its ticks while requests were in flight above
+/// which a level is the tool's as much as the server's: the verdict leaves it out.
+pub const LAG_DISTORTS_P95_MS: f64 = 20.0;
+
+/// The engine-lag condition of one level: its event loop's worst and p95 lateness
+/// while requests were in flight (ms); `None` when it stayed within [`LAG_NOTE_MS`].
+pub fn engine_lag(concurrency: u32, lag_max_ms: f64, lag_p95_ms: f64) -> Option<RunCondition> {
+    (lag_max_ms > LAG_NOTE_MS).then_some(RunCondition::EngineLag {
+        concurrency,
+        lag_ms: lag_max_ms,
+        lag_p95_ms: Some(lag_p95_ms),
+    })
+}
+
 /// "concurrency 8", or "open loop" for arrivals at a rate (concurrency 0).
 pub fn level_name(concurrency: u32, lang: Lang) -> String {
     match (concurrency, lang) {
@@ -179,21 +219,44 @@ pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
     levels
         .iter()
         .filter_map(|s| {
-            let protocol = s.browser_queued(engine)?;
-            let wait_hidden = !engine.shows_queue(protocol);
-            Some(RunCondition::BrowserQueue {
-                concurrency: s.concurrency.unwrap_or(0),
-                wait_p95_ms: s.browser_wait_ms.map(|d| d.p95).filter(|_| !wait_hidden),
-                ttft_after_send_p50_ms: s
-                    .ttft_after_send_ms
-                    .map(|d| d.p50)
-                    .filter(|_| !wait_hidden),
-                protocol: protocol.to_owned(),
-                connections: engine.connections_per_host(protocol).unwrap_or(0),
-                wait_hidden,
-            })
+            browser_queue_at(
+                engine,
+                s.concurrency.unwrap_or(0),
+                &s.protocols,
+                s.browser_wait_ms.map(|d| d.p95),
+                s.ttft_after_send_ms.map(|d| d.p50),
+            )
         })
         .collect()
+}
+
+/// The browser-queue condition of one level, from the protocols its requests went
+/// over and, where Resource Timing showed them, its browser wait p95 and TTFT after
+/// sending p50 (ms); `None` when `engine` did not queue there.
+pub fn browser_queue_at(
+    engine: Engine,
+    concurrency: u32,
+    protocols: &BTreeMap<String, u64>,
+    wait_p95_ms: Option<f64>,
+    ttft_after_send_p50_ms: Option<f64>,
+) -> Option<RunCondition> {
+    let protocol = browser::queued_protocol(engine, concurrency, protocols)?;
+    let wait_hidden = !engine.shows_queue(protocol);
+    Some(RunCondition::BrowserQueue {
+        concurrency,
+        wait_p95_ms: wait_p95_ms.filter(|_| !wait_hidden),
+        ttft_after_send_p50_ms: ttft_after_send_p50_ms.filter(|_| !wait_hidden),
+        protocol: protocol.to_owned(),
+        connections: engine.connections_per_host(protocol).unwrap_or(0),
+        wait_hidden,
+    })
+}
+
+/// Requests whose Resource Timing hid when they left the browser, over the run:
+/// the server sends no `Timing-Allow-Origin`.
+pub fn timing_hidden(levels: &[Summary]) -> Option<RunCondition> {
+    let n_requests: u64 = levels.iter().map(|s| s.n_timing_hidden).sum();
+    (n_requests > 0).then_some(RunCondition::TimingHidden { n_requests })
 }
 
 /// Repeated slow sends look like CORS preflights that the browser could not cache:
@@ -251,6 +314,7 @@ mod tests {
             RunCondition::EngineLag {
                 concurrency: 64,
                 lag_ms: 86.4,
+                lag_p95_ms: None,
             },
             RunCondition::CoarseTimer {
                 resolution_us: 100.0,
@@ -333,6 +397,7 @@ mod tests {
         let c = RunCondition::EngineLag {
             concurrency: 4,
             lag_ms: 60.0,
+            lag_p95_ms: None,
         };
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(
@@ -340,5 +405,28 @@ mod tests {
             r#"{"kind":"engine_lag","concurrency":4,"lag_ms":60.0}"#
         );
         assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn engine_lag_is_a_note_only_above_its_threshold_and_says_how_much() {
+        assert_eq!(engine_lag(64, 19.9, 19.9), None);
+        let c = engine_lag(64, 41.0, 12.4).unwrap();
+        assert_eq!(
+            c.text(Lang::En),
+            "concurrency 64: while requests were in flight the engine's own event loop ran up to 41 ms late (12 ms at p95), and timestamps taken then are late by as much: the browser itself was saturated, and part of what this level measured is the tool, not the server"
+        );
+        assert!(c.text(Lang::Zh).contains("最多晚了 41 ms（p95 为 12 ms）"));
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn hidden_timing_is_said_with_the_fix() {
+        let c = RunCondition::TimingHidden { n_requests: 12 };
+        assert!(c.text(Lang::En).contains("sends no Timing-Allow-Origin"));
+        assert!(c
+            .text(Lang::En)
+            .contains("add_header Timing-Allow-Origin * always;"));
+        assert!(c.text(Lang::Zh).contains("Timing-Allow-Origin: *"));
     }
 }

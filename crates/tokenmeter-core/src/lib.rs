@@ -19,6 +19,7 @@ pub mod browser;
 pub mod condition;
 pub mod draft;
 pub mod error;
+pub mod live;
 pub mod plan;
 pub mod record;
 pub mod report;

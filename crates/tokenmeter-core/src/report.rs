@@ -16,8 +16,8 @@ use crate::{
     plan::Plan,
     record::RequestRecord,
     stats::Distribution,
-    summary::{LevelStats, Summary},
-    verdict::{analyse, Sentence, Verdict},
+    summary::{Distortion, LevelStats, Summary},
+    verdict::{analyse, Verdict},
 };
 
 /// The run document version this crate writes.
@@ -71,6 +71,29 @@ pub struct Environment {
     /// [`RunDocument::build`] (schema 1 readers know only these).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// How hard the measuring engine itself worked, level by level: what says
+    /// whether the tool or the server was the limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_load: Vec<EngineLoad>,
+}
+
+/// The measuring engine's own load during one level.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineLoad {
+    /// The level (0 for open-loop arrivals).
+    pub concurrency: u32,
+    /// The level's wall time, ms.
+    pub wall_ms: f64,
+    /// How late the engine's event loop ran, worst and at p95 of its ticks while
+    /// requests were in flight, ms: timestamps taken then are late by as much.
+    pub lag_max_ms: f64,
+    pub lag_p95_ms: f64,
+    /// Time spent in the engine's own code on the level's requests (sending,
+    /// reading and accounting each chunk), ms; over `wall_ms` it is the share of one
+    /// core the engine took, browser internals not counted.
+    pub busy_ms: f64,
+    /// Body chunks read.
+    pub n_chunks: u64,
 }
 
 impl Environment {
@@ -120,6 +143,33 @@ pub struct RunDocument {
     pub records: Vec<RequestRecord>,
 }
 
+/// What, besides the server, shaped `level` so much that the verdict leaves it out:
+/// the browser held its requests back (it never has more than its limit in flight
+/// to one host, so throughput stops growing there whatever the server could do), or
+/// the engine's own lag moved its timestamps (see [`condition::LAG_DISTORTS_P95_MS`]).
+fn distortion(level: &Summary, engine: Engine, conditions: &[RunCondition]) -> Option<Distortion> {
+    if let Some(protocol) = level.browser_queued(engine) {
+        return Some(Distortion::BrowserQueue {
+            protocol: protocol.to_owned(),
+            connections: engine
+                .connections_per_host(protocol)
+                .unwrap_or(HTTP1_CONNECTIONS_PER_HOST),
+        });
+    }
+    conditions.iter().find_map(|c| match *c {
+        RunCondition::EngineLag {
+            concurrency,
+            lag_p95_ms: Some(lag_p95_ms),
+            ..
+        } if Some(concurrency) == level.concurrency
+            && lag_p95_ms > condition::LAG_DISTORTS_P95_MS =>
+        {
+            Some(Distortion::Engine { lag_p95_ms })
+        }
+        _ => None,
+    })
+}
+
 impl RunDocument {
     /// Computes summaries and the verdict from the records.
     pub fn build(
@@ -146,19 +196,11 @@ impl RunDocument {
             // One level: the run total is that level, concurrency included.
             total.concurrency = by_level.keys().next().copied();
         }
-        let levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
-        let mut verdict = analyse(&levels, &plan.slo, &plan.analysis);
-        let queued = levels.iter().find_map(|s| s.browser_queued(engine));
-        if let (Some(protocol), Some(_)) = (queued, verdict.knee) {
-            // The browser never has more than its limit in flight to one host, so
-            // throughput stops growing there whatever the server could do.
-            verdict.push(Sentence::BrowserLimitedKnee {
-                connections: engine
-                    .connections_per_host(protocol)
-                    .unwrap_or(HTTP1_CONNECTIONS_PER_HOST),
-                protocol: protocol.to_owned(),
-            });
+        let mut levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
+        for level in &mut levels {
+            level.distorted = distortion(level, engine, &environment.conditions);
         }
+        let verdict = analyse(&levels, &plan.slo, &plan.analysis);
         let mut environment = environment;
         environment
             .conditions
@@ -166,6 +208,9 @@ impl RunDocument {
         environment
             .conditions
             .extend(condition::uncached_preflight(&levels, engine));
+        environment
+            .conditions
+            .extend(condition::timing_hidden(&levels));
         environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,
@@ -611,7 +656,7 @@ mod tests {
     }
 
     #[test]
-    fn a_knee_behind_the_browsers_http1_limit_is_called_into_question() {
+    fn a_level_behind_the_browsers_http1_limit_is_left_out_of_the_verdict() {
         // Level 4: 4 requests of 10 tokens, 100 ms TTFT. Level 8: the same tokens
         // over a longer span, 400 ms TTFT: throughput flat, latency up: a knee at 4.
         let records = |protocol: &str| {
@@ -628,29 +673,88 @@ mod tests {
             }
             records
         };
+        // Over HTTP/1.1 the server never saw 8 at once: level 8 is flagged, and the
+        // "knee" it would make is not called one.
         let doc = built("http://127.0.0.1:8000/v1", records("http/1.1"));
-        assert_eq!(doc.verdict.knee, Some(4), "{}", doc.verdict.explanation_en);
+        assert_eq!(doc.verdict.knee, None, "{}", doc.verdict.explanation_en);
+        assert_eq!(doc.verdict.safe_concurrency, None);
         assert_eq!(
-            doc.verdict.sentences.last(),
-            Some(&Sentence::BrowserLimitedKnee {
-                connections: 6,
-                protocol: "http/1.1".into()
+            doc.levels[1].distorted,
+            Some(Distortion::BrowserQueue {
+                protocol: "http/1.1".into(),
+                connections: 6
             })
         );
-        assert!(doc
-            .verdict
-            .explanation_en
-            .contains("may be the browser's limit"));
-        assert!(doc.verdict.explanation_zh.contains("浏览器的限制"));
+        assert_eq!(doc.levels[0].distorted, None);
+        assert_eq!(
+            doc.verdict.sentences.first(),
+            Some(&crate::verdict::Sentence::LeftOutBrowserQueue {
+                levels: vec![8],
+                protocol: "http/1.1".into(),
+                connections: 6,
+            })
+        );
+        assert!(doc.verdict.explanation_en.starts_with(
+            "Left out of this verdict: concurrency 8, where the browser sent at most 6"
+        ));
+        assert!(doc.verdict.explanation_zh.starts_with("并发 8不计入结论"));
         assert_eq!(doc.verdict.text(Lang::En), doc.verdict.explanation_en);
-        // The same knee over HTTP/2: the browser held nothing back, so no caution.
+        assert!(doc.verdict.levels.iter().all(|l| l.concurrency == 4));
+        // The same knee over HTTP/2: the browser held nothing back, so it stands.
         let doc = built("https://127.0.0.1:8000/v1", records("h2"));
         assert_eq!(doc.verdict.knee, Some(4));
+        assert!(doc.levels.iter().all(|l| l.distorted.is_none()));
         assert!(
-            !doc.verdict.explanation_en.contains("Caution"),
+            !doc.verdict.explanation_en.contains("Left out"),
             "{}",
             doc.verdict.explanation_en
         );
+    }
+
+    #[test]
+    fn a_level_the_engine_lagged_through_is_left_out_and_only_that_one() {
+        // A knee at 4 by the numbers; the engine lagged at 8 (p95 35 ms), a little
+        // at 4 (max 25 ms, p95 6 ms: a note, not a distortion).
+        let mut records = Vec::new();
+        for id in 0..4 {
+            records.push(record(id, 4, 0, 10, 10_000));
+        }
+        for id in 4..12 {
+            let mut r = record(id, 8, 300_000, 10, 10_000);
+            r.sent_us = 0;
+            r.wanted_us = 0;
+            records.push(r);
+        }
+        let environment = Environment {
+            conditions: [
+                condition::engine_lag(4, 25.0, 6.0),
+                condition::engine_lag(8, 80.0, 35.0),
+                condition::engine_lag(16, 12.0, 3.0),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            ..Environment::default()
+        };
+        assert_eq!(environment.conditions.len(), 2, "12 ms is no note");
+        let doc = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("https://x/v1"),
+            environment,
+            records,
+        );
+        assert_eq!(doc.levels[0].distorted, None);
+        assert_eq!(
+            doc.levels[1].distorted,
+            Some(Distortion::Engine { lag_p95_ms: 35.0 })
+        );
+        assert_eq!(doc.verdict.knee, None, "{}", doc.verdict.explanation_en);
+        assert!(doc.verdict.explanation_en.starts_with(
+            "Left out of this verdict: concurrency 8, where the engine's own event loop ran late"
+        ));
+        assert!(doc.environment.notes[1].contains("up to 80 ms late (35 ms at p95)"));
     }
 
     #[test]

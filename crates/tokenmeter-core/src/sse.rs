@@ -20,6 +20,8 @@
 //! bounded: a line or an event's data over the configured limit is an error, not
 //! unbounded growth.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// One dispatched event.
@@ -29,8 +31,9 @@ pub struct SseEvent {
     pub event: Option<String>,
     /// The joined `data:` lines.
     pub data: String,
-    /// The last event ID seen so far (the spec carries it across events).
-    pub id: Option<String>,
+    /// The last event ID seen so far (the spec carries it across events): shared,
+    /// not copied, by every event after it, however long a server made it.
+    pub id: Option<Arc<str>>,
     /// A `retry:` value in milliseconds, when this event set one.
     pub retry_ms: Option<u64>,
     /// When the chunk that completed this event arrived (caller's clock, µs).
@@ -78,7 +81,7 @@ pub struct SseParser {
     data: String,
     /// At least one `data` field was seen for the pending event.
     has_data: bool,
-    last_event_id: Option<String>,
+    last_event_id: Option<Arc<str>>,
     retry_ms: Option<u64>,
     n_comment_lines: u64,
     /// Set after an error: the stream is no longer parsed.
@@ -240,7 +243,7 @@ impl SseParser {
             }
             b"event" => self.event_type = Some(String::from_utf8_lossy(value).into_owned()),
             b"id" if !value.contains(&0) => {
-                self.last_event_id = Some(String::from_utf8_lossy(value).into_owned());
+                self.last_event_id = Some(Arc::from(String::from_utf8_lossy(value)));
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
@@ -419,5 +422,24 @@ mod tests {
     fn invalid_utf8_is_replaced_not_fatal() {
         let events = parse_all(&[b"data: a\xFFb\n\n"]);
         assert_eq!(data(&events), ["a\u{FFFD}b"]);
+    }
+
+    #[test]
+    fn a_long_event_id_is_shared_by_the_events_after_it_not_copied() {
+        let mut parser = SseParser::new(SseLimits::default());
+        let mut out = Vec::new();
+        let id = "i".repeat(512 * 1024);
+        parser
+            .feed(format!("id: {id}\n").as_bytes(), 0, &mut out)
+            .unwrap();
+        for t in 1..=100 {
+            parser.feed(b"data: x\n\n", t, &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 100);
+        let first = out[0].id.clone().unwrap();
+        assert_eq!(first.len(), id.len());
+        assert!(out
+            .iter()
+            .all(|e| e.id.as_ref().is_some_and(|i| Arc::ptr_eq(i, &first))));
     }
 }

@@ -74,6 +74,10 @@ pub struct LevelStats {
     /// Reasoning tokens counted in usage but never streamed, of successful requests.
     #[serde(default)]
     hidden_reasoning: u64,
+    /// Requests whose Resource Timing entry hides when they left the browser (the
+    /// server sends no `Timing-Allow-Origin`).
+    #[serde(default)]
+    n_timing_hidden: u64,
 }
 
 impl LevelStats {
@@ -113,11 +117,9 @@ impl LevelStats {
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
         let protocol = record.browser.as_ref().and_then(|b| b.protocol.clone());
-        // Where the browser queues and its timings do not show it, a request's
-        // "after send" still holds its wait in the queue: no split for it.
-        let split_shown = protocol.as_deref().is_none_or(|p| {
-            !browser::queues(self.engine, record.concurrency, p) || self.engine.shows_queue(p)
-        });
+        if record.browser.is_some() && record.browser_wait_us().is_none() {
+            self.n_timing_hidden += 1;
+        }
         if let Some(protocol) = protocol {
             // Where the browser queues, waits are its queue instead.
             let unqueued = !browser::queues(self.engine, record.concurrency, &protocol);
@@ -156,11 +158,7 @@ impl LevelStats {
             article_tps: record.article_tps(),
         });
         self.itl_us.extend(record.itls_us());
-        if let (Some(wait), Some(after), true) = (
-            record.browser_wait_us(),
-            record.ttft_after_send_us(),
-            split_shown,
-        ) {
+        if let Some((wait, after)) = browser_split_us(self.engine, record) {
             self.browser_wait_us.push(wait);
             self.ttft_after_send_us.push(after);
         }
@@ -252,6 +250,8 @@ impl LevelStats {
             peak_concurrency: peak_overlap(&self.spans),
             n_usage_counted: self.n_usage_counted,
             n_hidden_reasoning: self.hidden_reasoning,
+            n_timing_hidden: self.n_timing_hidden,
+            distorted: None,
             n_mismatched: self.n_mismatched,
             mean_abs_mismatch: if self.n_mismatched > 0 {
                 self.abs_mismatch_total as f64 / self.n_mismatched as f64
@@ -262,6 +262,18 @@ impl LevelStats {
             goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
         }
     }
+}
+
+/// A successful request's TTFT split into browser wait and TTFT after sending, as
+/// far as `engine`'s Resource Timing shows it: where the browser queues and its
+/// timings do not show the queue, "after send" would still hold the wait, so no split.
+pub(crate) fn browser_split_us(engine: Engine, record: &RequestRecord) -> Option<(u64, u64)> {
+    let shown = record
+        .browser
+        .as_ref()
+        .and_then(|b| b.protocol.as_deref())
+        .is_none_or(|p| !browser::queues(engine, record.concurrency, p) || engine.shows_queue(p));
+    Some((record.browser_wait_us()?, record.ttft_after_send_us()?)).filter(|_| shown)
 }
 
 impl AddAssign<&LevelStats> for LevelStats {
@@ -296,6 +308,7 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.first_wanted_us = min_opt(self.first_wanted_us, other.first_wanted_us);
         self.last_end_us = self.last_end_us.max(other.last_end_us);
         self.n_usage_counted += other.n_usage_counted;
+        self.n_timing_hidden += other.n_timing_hidden;
         self.n_mismatched += other.n_mismatched;
         self.abs_mismatch_total = self
             .abs_mismatch_total
@@ -385,6 +398,14 @@ pub struct Summary {
     /// `n_out_total` and the output tok/s, left out of TPOT and decode speed.
     #[serde(default)]
     pub n_hidden_reasoning: u64,
+    /// Requests whose Resource Timing hid when they left the browser: the server
+    /// sends no `Timing-Allow-Origin`, so their TTFT cannot be split.
+    #[serde(default)]
+    pub n_timing_hidden: u64,
+    /// What, besides the server, shaped this level's figures so much that the
+    /// verdict leaves it out (see [`Distortion`]); `None` for a level measured clean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distorted: Option<Distortion>,
     /// Requests whose usage count differs from their chunk count.
     pub n_mismatched: u64,
     pub mean_abs_mismatch: f64,
@@ -394,15 +415,23 @@ pub struct Summary {
     pub goodput_rps: Option<f64>,
 }
 
+/// Why a level's figures are the tool's or the browser's as much as the server's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Distortion {
+    /// The browser held requests back in its own per-host queue (`protocol`,
+    /// `connections` in flight at most): the server never saw this concurrency.
+    BrowserQueue { protocol: String, connections: u32 },
+    /// The measuring engine's own event loop ran this late (p95 of its ticks while
+    /// requests were in flight, ms): timestamps moved by as much.
+    Engine { lag_p95_ms: f64 },
+}
+
 impl Summary {
     /// The protocol over which `engine` held some of this level's requests back in
     /// its own queue (see [`browser::queues`]): part of their TTFT is the browser's.
     pub fn browser_queued(&self, engine: Engine) -> Option<&str> {
-        let concurrency = self.concurrency.unwrap_or(0);
-        self.protocols
-            .keys()
-            .find(|protocol| browser::queues(engine, concurrency, protocol))
-            .map(String::as_str)
+        browser::queued_protocol(engine, self.concurrency.unwrap_or(0), &self.protocols)
     }
 }
 

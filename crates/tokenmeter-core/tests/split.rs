@@ -64,7 +64,7 @@ fn parse_split(stream: &[u8], cuts: &[usize]) -> Vec<Fields> {
     parser.finish(u64::MAX, &mut events).unwrap();
     events
         .into_iter()
-        .map(|e| (e.event, e.data, e.id, e.retry_ms))
+        .map(|e| (e.event, e.data, e.id.map(|id| id.to_string()), e.retry_ms))
         .collect()
 }
 

@@ -20,7 +20,7 @@ pub use sentence::Sentence;
 use crate::{
     error::Lang,
     plan::{AnalysisParams, Slo},
-    summary::Summary,
+    summary::{Distortion, Summary},
 };
 
 /// The figures of one level that the analysis uses.
@@ -126,13 +126,71 @@ impl Verdict {
     }
 }
 
-/// Analyses the per-level summaries of a ladder.
+/// Analyses the per-level summaries of a ladder. A level marked
+/// [`distorted`](Summary::distorted) is left out, and the verdict says so first:
+/// its figures are the browser's or the engine's as much as the server's.
 pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let points: Vec<LevelPoint> = summaries
         .iter()
+        .filter(|s| s.distorted.is_none())
         .filter_map(LevelPoint::from_summary)
         .collect();
-    analyse_points(&points, slo, params)
+    let mut left_out = Vec::new();
+    let mut by_browser: Option<(Vec<u32>, String, u32)> = None;
+    let mut by_engine: Option<(Vec<u32>, f64)> = None;
+    for s in summaries {
+        let (Some(concurrency), Some(distortion)) = (s.concurrency, &s.distorted) else {
+            continue;
+        };
+        match distortion {
+            Distortion::BrowserQueue {
+                protocol,
+                connections,
+            } => {
+                by_browser
+                    .get_or_insert_with(|| (Vec::new(), protocol.clone(), *connections))
+                    .0
+                    .push(concurrency);
+            }
+            Distortion::Engine { lag_p95_ms } => {
+                let entry = by_engine.get_or_insert((Vec::new(), 0.0));
+                entry.0.push(concurrency);
+                entry.1 = entry.1.max(*lag_p95_ms);
+            }
+        }
+    }
+    if let Some((levels, protocol, connections)) = by_browser {
+        left_out.push(Sentence::LeftOutBrowserQueue {
+            levels,
+            protocol,
+            connections,
+        });
+    }
+    if let Some((levels, lag_p95_ms)) = by_engine {
+        left_out.push(Sentence::LeftOutEngineLag { levels, lag_p95_ms });
+    }
+    if left_out.is_empty() {
+        return analyse_points(&points, slo, params);
+    }
+    let mut verdict = if points.iter().any(|p| p.n_ok > 0) {
+        analyse_points(&points, slo, params)
+    } else {
+        // Nothing measured cleanly: no knee, no safe concurrency, only why.
+        Verdict {
+            knee: None,
+            safe_concurrency: None,
+            slo_ok_up_to: None,
+            levels: Vec::new(),
+            sentences: Vec::new(),
+            explanation_en: String::new(),
+            explanation_zh: String::new(),
+        }
+    };
+    let rest = std::mem::take(&mut verdict.sentences);
+    for sentence in left_out.into_iter().chain(rest) {
+        verdict.push(sentence);
+    }
+    verdict
 }
 
 /// Analyses level points (sorted here by concurrency).

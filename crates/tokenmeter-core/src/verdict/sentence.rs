@@ -84,6 +84,16 @@ pub enum Sentence {
         #[serde(default = "http1")]
         protocol: String,
     },
+    /// Levels left out of the analysis: the browser held their requests back to
+    /// `connections` at a time over `protocol`.
+    LeftOutBrowserQueue {
+        levels: Vec<u32>,
+        protocol: String,
+        connections: u32,
+    },
+    /// Levels left out of the analysis: the engine's own event loop ran late
+    /// while their requests were in flight (the worst p95 among them, ms).
+    LeftOutEngineLag { levels: Vec<u32>, lag_p95_ms: f64 },
 }
 
 impl Sentence {
@@ -239,7 +249,41 @@ impl Sentence {
                 (true, false) => format!("注意：这个浏览器即使用 {protocol} 也同时最多只向一个主机发 {n} 个请求，这个拐点可能是浏览器的限制而不是服务端的；请用 Chromium 或 Firefox 测出服务端真正的拐点。"),
                 (false, false) => format!("Caution: this browser sent at most {n} requests at a time to one host even over {protocol}, so this knee may be the browser's limit, not the server's; measure in Chromium or Firefox to find the server's."),
             },
+            Sentence::LeftOutBrowserQueue {
+                levels,
+                protocol,
+                connections: n,
+            } => {
+                let list = list(levels, lang);
+                match (zh, protocol == HTTP1) {
+                    (true, true) => format!("{list}不计入结论：浏览器经 HTTP/1.1 同时最多只发 {n} 个请求，其余在浏览器里排队，服务端从未见到这样的并发；请改用 HTTPS（HTTP/2）端点来测。"),
+                    (false, true) => format!("Left out of this verdict: {list}, where the browser sent at most {n} requests at a time over HTTP/1.1 and queued the rest itself, so the server never saw that concurrency; measure over an HTTPS (HTTP/2) endpoint."),
+                    (true, false) => format!("{list}不计入结论：这个浏览器即使用 {protocol} 也同时最多只向一个主机发 {n} 个请求，服务端从未见到这样的并发；请用 Chromium 或 Firefox 来测。"),
+                    (false, false) => format!("Left out of this verdict: {list}, where this browser sent at most {n} requests at a time to one host even over {protocol}, so the server never saw that concurrency; measure in Chromium or Firefox."),
+                }
+            }
+            Sentence::LeftOutEngineLag { levels, lag_p95_ms } => {
+                let list = list(levels, lang);
+                if zh {
+                    format!("{list}不计入结论：请求进行中，测量引擎自身的事件循环晚了（p95 为 {lag_p95_ms:.0} ms），那里的时间戳有一部分是工具造成的；请减少并发或换一台更快的机器来测。")
+                } else {
+                    format!("Left out of this verdict: {list}, where the engine's own event loop ran late while requests were in flight ({lag_p95_ms:.0} ms at p95), so part of their timings is the tool's; measure them with fewer streams per browser or on a faster machine.")
+                }
+            }
         }
+    }
+}
+
+/// "concurrency 8 and 16" / "并发 8、16".
+fn list(levels: &[u32], lang: Lang) -> String {
+    let names: Vec<String> = levels.iter().map(u32::to_string).collect();
+    match lang {
+        Lang::Zh => format!("并发 {}", names.join("、")),
+        Lang::En => match names.as_slice() {
+            [one] => format!("concurrency {one}"),
+            [init @ .., last] => format!("concurrency {} and {last}", init.join(", ")),
+            [] => String::new(),
+        },
     }
 }
 
