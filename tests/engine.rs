@@ -33,9 +33,9 @@ fn target(max_tokens: u32, fault: Option<&str>, timeout_ms: f64) -> Target {
     if let Some(fault) = fault {
         headers.push(("x-tokenmeter-fault".into(), fault.into()));
     }
-    Target {
-        url: format!("{}/chat/completions", sim_url()),
-        body: serde_json::json!({
+    Target::new(
+        format!("{}/chat/completions", sim_url()),
+        &serde_json::json!({
             "model": "tokenmeter-sim",
             "messages": [{"role": "user", "content": "你好"}],
             "max_tokens": max_tokens,
@@ -44,9 +44,9 @@ fn target(max_tokens: u32, fault: Option<&str>, timeout_ms: f64) -> Target {
         })
         .to_string(),
         headers,
-        secrets: Vec::new(),
+        Vec::new(),
         timeout_ms,
-    }
+    )
 }
 
 fn start(clock: &Clock) -> RequestStart {
@@ -67,7 +67,7 @@ async fn one_request_is_measured_end_to_end() {
         keep_text: true,
         ..RecordOptions::default()
     };
-    let record = send(
+    let (record, _) = send(
         &target(12, None, 30_000.0),
         start(&clock),
         &clock,
@@ -92,7 +92,7 @@ async fn one_request_is_measured_end_to_end() {
 #[wasm_bindgen_test]
 async fn the_timeout_aborts_a_hung_request() {
     let clock = Clock::start();
-    let record = send(
+    let (record, _) = send(
         &target(4, Some("hang"), 300.0),
         start(&clock),
         &clock,
@@ -116,7 +116,7 @@ async fn cancel_aborts_a_stream_in_flight() {
         gloo_timers::future::sleep(Duration::from_millis(600)).await;
         canceller.cancel();
     });
-    let record = send(
+    let (record, _) = send(
         &target(2000, None, 30_000.0),
         start(&clock),
         &clock,
@@ -193,9 +193,13 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     assert!(conditions.iter().any(
         |c| matches!(c, RunCondition::HiddenPage { concurrency: 1, hidden_ms } if *hidden_ms > 0.0)
     ));
-    assert!(conditions.iter().any(
-        |c| matches!(c, RunCondition::EngineLag { concurrency: 1, lag_ms } if *lag_ms > 50.0)
-    ));
+    assert!(conditions.iter().any(|c| matches!(
+        c,
+        RunCondition::EngineLag { concurrency: 1, lag_ms, lag_p95_ms: Some(_) } if *lag_ms > 200.0
+    )));
+    let load = &document.environment.engine_load[0];
+    assert!(load.lag_max_ms > 200.0, "{load:?}");
+    assert!(load.n_chunks > 0 && load.busy_ms > 0.0, "{load:?}");
     let n_progress = messages
         .iter()
         .filter(|m| matches!(m, FromWorker::Progress(_)))

@@ -4,12 +4,11 @@
 
 use std::cell::{Cell, RefCell};
 
-use tokenmeter_core::{condition::RunCondition, report::Environment};
+use tokenmeter_core::{
+    condition::{self, RunCondition},
+    report::{EngineLoad, Environment},
+};
 use wasm_bindgen::JsValue;
-
-/// A level whose engine loop ran this much later than asked is flagged: the
-/// browser, not the server, was the bottleneck for part of what it measured.
-pub const LAG_FLAG_MS: f64 = 50.0;
 
 /// When the page was hidden (browsers throttle hidden tabs, and their timers),
 /// on the worker's `performance.now()` timeline.
@@ -47,8 +46,8 @@ impl Visibility {
 }
 
 /// The conditions of one finished level: hidden for part of it, or the engine
-/// lagged more than [`LAG_FLAG_MS`].
-pub fn level_conditions(concurrency: u32, hidden_ms: f64, max_lag_ms: f64) -> Vec<RunCondition> {
+/// lagged while its requests were in flight (see [`condition::engine_lag`]).
+pub fn level_conditions(concurrency: u32, hidden_ms: f64, load: &EngineLoad) -> Vec<RunCondition> {
     let mut conditions = Vec::new();
     if hidden_ms > 0.0 {
         conditions.push(RunCondition::HiddenPage {
@@ -56,12 +55,11 @@ pub fn level_conditions(concurrency: u32, hidden_ms: f64, max_lag_ms: f64) -> Ve
             hidden_ms,
         });
     }
-    if max_lag_ms > LAG_FLAG_MS {
-        conditions.push(RunCondition::EngineLag {
-            concurrency,
-            lag_ms: max_lag_ms,
-        });
-    }
+    conditions.extend(condition::engine_lag(
+        concurrency,
+        load.lag_max_ms,
+        load.lag_p95_ms,
+    ));
     conditions
 }
 
@@ -92,5 +90,6 @@ pub fn environment(timer_resolution_us: f64) -> Environment {
             .map(|n| n as u32),
         conditions,
         notes: Vec::new(),
+        engine_load: Vec::new(),
     }
 }

@@ -1,32 +1,43 @@
 //! What a run knows while it goes: every record so far, one live accumulator per
-//! level, the progress the page is shown (at most ten times a second), and the
-//! engine's own lag per level.
+//! level (a finished level's figures computed once and frozen), the progress the
+//! page is shown (at most ten times a second), and the engine's own load per level:
+//! how late its event loop ran while requests were in flight, and how long it spent
+//! in its own code.
 
 use std::cell::{Cell, RefCell};
 
 use tokenmeter_core::{
-    browser::Engine, condition, plan::Plan, record::RequestRecord, summary::LevelStats,
+    browser::Engine,
+    live::{LagHistogram, LiveFigures, LiveLevel},
+    record::RequestRecord,
+    report::EngineLoad,
 };
 
-use super::clock::Clock;
+use super::{clock::Clock, request::SendCost};
 use crate::protocol::{LevelProgress, LevelState, Progress};
 
-/// The state the lanes and the progress ticker share.
+/// One level's engine-side accounting.
+struct LevelLoad {
+    started_ms: f64,
+    lag: LagHistogram,
+    busy_us: u64,
+    n_chunks: u64,
+}
+
+/// The state the lanes, the progress ticker and the lag monitor share.
 pub struct Shared {
     pub clock: Clock,
-    /// The engine this runs in: where it queues requests, and what it shows of that.
-    engine: Engine,
     records: RefCell<Vec<RequestRecord>>,
     progress: RefCell<Progress>,
     /// One accumulator per level, for the live percentiles.
-    live: RefCell<Vec<LevelStats>>,
-    level_started_ms: RefCell<Vec<f64>>,
+    live: RefCell<Vec<LiveLevel>>,
+    /// A finished level's live figures, computed once.
+    frozen: RefCell<Vec<Option<LiveFigures>>>,
+    load: RefCell<Vec<LevelLoad>>,
     next_id: Cell<u64>,
     finished: Cell<bool>,
     /// The level running now, for the lag monitor.
     current_level: Cell<Option<usize>>,
-    /// Per level, the worst lateness of the engine's own 100 ms tick, ms.
-    max_lag_ms: RefCell<Vec<f64>>,
 }
 
 impl Shared {
@@ -34,7 +45,6 @@ impl Shared {
     pub fn new(clock: Clock, engine: Engine, n_warmup: u32, levels: &[(u32, u32)]) -> Shared {
         Shared {
             clock,
-            engine,
             records: RefCell::new(Vec::new()),
             progress: RefCell::new(Progress {
                 n_warmup,
@@ -51,14 +61,24 @@ impl Shared {
             live: RefCell::new(
                 levels
                     .iter()
-                    .map(|&(c, _)| LevelStats::for_engine(c, engine))
+                    .map(|&(c, _)| LiveLevel::new(c, engine))
                     .collect(),
             ),
-            level_started_ms: RefCell::new(vec![0.0; levels.len()]),
+            frozen: RefCell::new(vec![None; levels.len()]),
+            load: RefCell::new(
+                levels
+                    .iter()
+                    .map(|_| LevelLoad {
+                        started_ms: 0.0,
+                        lag: LagHistogram::new(),
+                        busy_us: 0,
+                        n_chunks: 0,
+                    })
+                    .collect(),
+            ),
             next_id: Cell::new(0),
             finished: Cell::new(false),
             current_level: Cell::new(None),
-            max_lag_ms: RefCell::new(vec![0.0; levels.len()]),
         }
     }
 
@@ -77,29 +97,49 @@ impl Shared {
 
     /// A level starts now.
     pub fn start_level(&self, index: usize) {
-        self.level_started_ms.borrow_mut()[index] = self.clock.now_ms();
+        self.load.borrow_mut()[index].started_ms = self.clock.now_ms();
         self.current_level.set(Some(index));
         self.level(index, |l| l.state = LevelState::Running);
     }
 
-    /// A level ended now; returns when it started and how long it ran, ms.
-    pub fn end_level(&self, index: usize) -> (f64, f64) {
-        let started_ms = self.level_started_ms.borrow()[index];
-        let elapsed_ms = self.clock.now_ms() - started_ms;
+    /// A level ended now; returns when it started (ms on the run's clock) and the
+    /// engine's load during it.
+    pub fn end_level(&self, index: usize) -> (f64, EngineLoad) {
+        let load = &self.load.borrow()[index];
+        let wall_ms = self.clock.now_ms() - load.started_ms;
         self.current_level.set(None);
+        let mut concurrency = 0;
         self.level(index, |l| {
             l.state = LevelState::Done;
-            l.elapsed_ms = elapsed_ms;
+            l.elapsed_ms = wall_ms;
+            concurrency = l.concurrency;
         });
-        (started_ms, elapsed_ms)
+        let figures = self.live.borrow_mut()[index].figures();
+        self.frozen.borrow_mut()[index] = Some(figures);
+        (
+            load.started_ms,
+            EngineLoad {
+                concurrency,
+                wall_ms,
+                lag_max_ms: load.lag.max_ms,
+                lag_p95_ms: load.lag.percentile_ms(95.0),
+                busy_ms: load.busy_us as f64 / 1e3,
+                n_chunks: load.n_chunks,
+            },
+        )
     }
 
-    /// A request of level `level_index` (`None`: a warm-up) ended.
-    pub fn record_done(&self, level_index: Option<usize>, record: RequestRecord) {
+    /// A request of level `level_index` (`None`: a warm-up) ended, having cost the
+    /// engine `cost`.
+    pub fn record_done(&self, level_index: Option<usize>, record: RequestRecord, cost: SendCost) {
         match level_index {
             Some(index) => {
                 let failed = !record.is_ok();
                 self.live.borrow_mut()[index].add(&record);
+                let mut load = self.load.borrow_mut();
+                load[index].busy_us += cost.busy_us;
+                load[index].n_chunks += cost.n_chunks;
+                drop(load);
                 self.level(index, |level| {
                     level.n_done += 1;
                     level.n_in_flight = level.n_in_flight.saturating_sub(1);
@@ -111,16 +151,21 @@ impl Shared {
         self.records.borrow_mut().push(record);
     }
 
-    /// The engine's tick woke `lag_ms` late: count it against the running level.
+    /// The engine's tick woke `lag_ms` late: it counts against the running level
+    /// when requests were in flight, whose timestamps it moved.
     pub fn note_lag(&self, lag_ms: f64) {
-        if let Some(index) = self.current_level.get() {
-            let mut max_lag = self.max_lag_ms.borrow_mut();
-            max_lag[index] = max_lag[index].max(lag_ms);
+        let Some(index) = self.current_level.get() else {
+            return;
+        };
+        let in_flight = self
+            .progress
+            .borrow()
+            .levels
+            .get(index)
+            .is_some_and(|l| l.n_in_flight > 0);
+        if in_flight {
+            self.load.borrow_mut()[index].lag.add(lag_ms);
         }
-    }
-
-    pub fn max_lag_ms(&self, index: usize) -> f64 {
-        self.max_lag_ms.borrow()[index]
     }
 
     pub fn is_finished(&self) -> bool {
@@ -133,26 +178,30 @@ impl Shared {
         std::mem::take(&mut *self.records.borrow_mut())
     }
 
-    /// The progress with live figures, as of now.
-    pub fn snapshot(&self, plan: &Plan) -> Progress {
+    /// The progress with live figures, as of now: the running level's computed
+    /// afresh, the finished ones' as frozen, the others' empty.
+    pub fn snapshot(&self) -> Progress {
         let mut progress = self.progress.borrow().clone();
         progress.elapsed_ms = self.clock.now_ms();
-        let live = self.live.borrow();
-        let started = self.level_started_ms.borrow();
-        let mut summaries = Vec::with_capacity(progress.levels.len());
+        let mut live = self.live.borrow_mut();
+        let frozen = self.frozen.borrow();
+        let load = self.load.borrow();
         for (i, level) in progress.levels.iter_mut().enumerate() {
-            let summary = live[i].summary(&plan.slo);
-            level.ttft_p50_ms = summary.ttft_ms.map(|d| d.p50);
-            level.ttft_p95_ms = summary.ttft_ms.map(|d| d.p95);
-            level.output_tps = summary.output_tps;
-            if level.state == LevelState::Running {
-                level.elapsed_ms = progress.elapsed_ms - started[i];
-            }
-            summaries.push(summary);
+            let figures = match (&frozen[i], level.state) {
+                (Some(figures), _) => figures.clone(),
+                (None, LevelState::Running) => {
+                    level.elapsed_ms = progress.elapsed_ms - load[i].started_ms;
+                    live[i].figures()
+                }
+                (None, _) => continue,
+            };
+            level.ttft_p50_ms = figures.ttft_p50_ms;
+            level.ttft_p95_ms = figures.ttft_p95_ms;
+            level.output_tps = figures.output_tps;
+            // The same conditions the finished run's document will have, as soon as
+            // a level's first requests show the protocol.
+            progress.conditions.extend(figures.browser_queue);
         }
-        // The same conditions the finished run's document will have, as soon as a
-        // level's first requests show the protocol: no need to wait for the end.
-        progress.conditions = condition::browser_queue(&summaries, self.engine);
         progress
     }
 }

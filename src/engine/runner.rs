@@ -26,6 +26,10 @@ use crate::protocol::FromWorker;
 /// How often the page hears about progress: ten times a second at most.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
+/// How often the engine checks its own event loop: a finer tick sees shorter
+/// stalls, and costs a wake-up each time.
+const LAG_TICK: Duration = Duration::from_millis(10);
+
 /// Everything a run needs.
 pub struct RunInput {
     pub run_id: String,
@@ -38,18 +42,18 @@ pub struct RunInput {
 
 /// The request every request of the run sends.
 pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
-    Target {
-        url: plan.endpoint_url(),
-        body: request_body(&plan.body_spec()).to_string(),
-        headers: plan.request_headers(api_key),
-        secrets: api_key
+    Target::new(
+        plan.endpoint_url(),
+        &request_body(&plan.body_spec()).to_string(),
+        plan.request_headers(api_key),
+        api_key
             .map(str::trim)
             .filter(|k| !k.is_empty())
             .map(str::to_owned)
             .into_iter()
             .collect(),
-        timeout_ms: plan.timeout_s * 1e3,
-    }
+        plan.timeout_s * 1e3,
+    )
 }
 
 /// The levels a plan runs, as `(concurrency, requests planned)`: concurrency 0 is
@@ -90,15 +94,22 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     wasm_bindgen_futures::spawn_local({
         let shared = shared.clone();
         let post = post.clone();
-        let plan = plan.clone();
         async move {
             while !shared.is_finished() {
-                post(FromWorker::Progress(shared.snapshot(&plan)));
-                // The tick doubles as a monitor of the engine's own event loop: when
-                // it wakes late, so did every timestamp waiting behind it.
-                let asked_ms = PROGRESS_EVERY.as_secs_f64() * 1e3;
-                let before = shared.clock.now_ms();
+                post(FromWorker::Progress(shared.snapshot()));
                 gloo_timers::future::sleep(PROGRESS_EVERY).await;
+            }
+        }
+    });
+    // The engine's own event loop, watched: a tick that wakes late says every
+    // timestamp waiting behind it was taken late too.
+    wasm_bindgen_futures::spawn_local({
+        let shared = shared.clone();
+        async move {
+            let asked_ms = LAG_TICK.as_secs_f64() * 1e3;
+            while !shared.is_finished() {
+                let before = shared.clock.now_ms();
+                gloo_timers::future::sleep(LAG_TICK).await;
                 shared.note_lag(shared.clock.now_ms() - before - asked_ms);
             }
         }
@@ -119,11 +130,12 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             wanted_us: now,
             sent_us: now,
         };
-        let record = send(&target, start, &clock, &cancel, options).await;
-        shared.record_done(None, record);
+        let (record, cost) = send(&target, start, &clock, &cancel, options).await;
+        shared.record_done(None, record, cost);
     }
 
     let mut conditions = Vec::new();
+    let mut engine_load = Vec::new();
     for (index, &(concurrency, n_planned)) in levels.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
@@ -154,16 +166,13 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
                     .await
             }
         }
-        let (started_ms, elapsed_ms) = shared.end_level(index);
+        let (started_ms, load) = shared.end_level(index);
         let hidden_ms = input.visibility.hidden_ms(
             clock.origin_ms() + started_ms,
-            clock.origin_ms() + started_ms + elapsed_ms,
+            clock.origin_ms() + started_ms + load.wall_ms,
         );
-        conditions.extend(level_conditions(
-            concurrency,
-            hidden_ms,
-            shared.max_lag_ms(index),
-        ));
+        conditions.extend(level_conditions(concurrency, hidden_ms, &load));
+        engine_load.push(load);
     }
 
     let status = if cancel.is_cancelled() {
@@ -171,10 +180,11 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     } else {
         RunStatus::Done
     };
-    post(FromWorker::Progress(shared.snapshot(&plan)));
+    post(FromWorker::Progress(shared.snapshot()));
     let records = shared.finish();
     let mut environment = environment;
     environment.conditions.extend(conditions);
+    environment.engine_load = engine_load;
     let document = RunDocument::build(
         input.run_id,
         input.started_at,

@@ -59,8 +59,9 @@ impl Level<'_> {
                     wanted_us: now,
                     sent_us: now,
                 };
-                let record = send(self.target, start, clock, self.cancel, self.options).await;
-                self.shared.record_done(Some(self.index), record);
+                let (record, cost) =
+                    send(self.target, start, clock, self.cancel, self.options).await;
+                self.shared.record_done(Some(self.index), record, cost);
             }
         });
         join_all(lanes).await;
@@ -106,8 +107,8 @@ impl Level<'_> {
             let index = self.index;
             let done_tx = done_tx.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                let record = send(&target, start, &shared.clock, &cancel, options).await;
-                shared.record_done(Some(index), record);
+                let (record, cost) = send(&target, start, &shared.clock, &cancel, options).await;
+                shared.record_done(Some(index), record, cost);
                 let _ = done_tx.unbounded_send(());
             });
         }

@@ -9,7 +9,7 @@ use tokenmeter_core::{
     error::Lang,
     report::{RunDocument, RunStatus},
     stats::Distribution,
-    summary::Summary,
+    summary::{Distortion, Summary},
 };
 
 use super::{
@@ -192,9 +192,32 @@ fn result_row(s: &Summary, any_reasoning: bool) -> impl IntoView {
         .map(|(kind, n)| format!("{} ×{n}", kind.name()))
         .collect::<Vec<_>>()
         .join(", ");
+    // A level the browser or the engine shaped: flagged, and left out of the verdict.
+    let (distorted, why) = match &s.distorted {
+        None => (None, String::new()),
+        Some(Distortion::BrowserQueue {
+            protocol,
+            connections,
+        }) => (
+            Some("browser_queue"),
+            format!("left out of the verdict: the browser sent at most {connections} requests at a time over {protocol}"),
+        ),
+        Some(Distortion::Engine { lag_p95_ms }) => (
+            Some("engine"),
+            format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
+        ),
+    };
     view! {
-        <tr data-testid="results-row" data-concurrency=s.concurrency.unwrap_or_default()>
-            <td>{level_name(s.concurrency)}</td>
+        <tr
+            data-testid="results-row"
+            data-concurrency=s.concurrency.unwrap_or_default()
+            data-distorted=distorted
+            class:distorted=distorted.is_some()
+        >
+            <td title=why>
+                {level_name(s.concurrency)}
+                {distorted.map(|_| view! { <span class="distorted-mark" aria-label="left out of the verdict">" †"</span> })}
+            </td>
             <td data-col="n_ok">{s.n_ok}</td>
             <td data-col="n_fail" title=fails>{s.n_fail}</td>
             <td data-col="ttft_p50">{ms(s.ttft_ms, |d| d.p50)}</td>

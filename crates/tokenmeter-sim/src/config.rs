@@ -39,6 +39,10 @@ pub struct SimConfig {
     /// Leave out `Access-Control-Max-Age`, so browsers preflight (nearly) every request.
     #[arg(long)]
     pub no_cors_max_age: bool,
+    /// Leave out `Timing-Allow-Origin`, as most real servers do: browsers then hide
+    /// the protocol and when each request left them (Resource Timing's details).
+    #[arg(long)]
+    pub no_timing_allow_origin: bool,
     /// Answer CORS preflights (OPTIONS) only after this many ms, as a distant server
     /// would: the cost of preflights becomes visible to the page.
     #[arg(long, default_value_t = 0.0)]

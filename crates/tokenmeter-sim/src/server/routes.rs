@@ -33,7 +33,8 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
 }
 
 /// CORS for browser callers, on every response including errors and the stream,
-/// plus `Timing-Allow-Origin` so the browser exposes Resource Timing.
+/// plus `Timing-Allow-Origin` so the browser exposes Resource Timing (unless told
+/// to leave it out, as most real servers do).
 async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let requested_headers = request
         .headers()
@@ -56,7 +57,9 @@ async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) 
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
     );
-    headers.insert("timing-allow-origin", HeaderValue::from_static("*"));
+    if !state.config.no_timing_allow_origin {
+        headers.insert("timing-allow-origin", HeaderValue::from_static("*"));
+    }
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static("retry-after, x-request-id"),
