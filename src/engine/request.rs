@@ -4,23 +4,25 @@
 //!
 //! This is the engine's hot path: at 256 streams it runs some 13,000 times a second
 //! on one thread, and every microsecond spent here delays the next chunk's stamp.
-//! So per chunk nothing is allocated or encoded (the read result is read through
-//! typed getters, the bytes copied into one buffer per request), and per request
+//! So the body is piped into a sink that stamps each chunk as the browser hands it
+//! over (no promise or closure of ours per chunk), nothing is allocated or encoded
+//! per chunk (the bytes are copied into one buffer per request), and per request
 //! the body and headers are the run's, made into JavaScript values once.
 
 use std::{cell::RefCell, rc::Rc};
 
+use futures_channel::oneshot;
 use futures_util::future::{select, Either};
 use gloo_timers::callback::Timeout;
 use js_sys::Uint8Array;
 use tokenmeter_core::record::{
     BrowserTiming, RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
 };
-use wasm_bindgen::{prelude::wasm_bindgen, JsCast, JsValue};
+use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
-    AbortController, Headers, PerformanceResourceTiming, ReadableStreamDefaultReader, RequestInit,
-    Response,
+    AbortController, Headers, PerformanceResourceTiming, ReadableStream, RequestInit, Response,
+    WritableStream,
 };
 
 use super::{
@@ -81,17 +83,6 @@ pub struct SendCost {
     /// Time in the engine's own code: starting the request, handling each chunk.
     pub busy_us: u64,
     pub n_chunks: u64,
-}
-
-#[wasm_bindgen]
-extern "C" {
-    /// What `ReadableStreamDefaultReader.read()` resolves to, read by property
-    /// (no key strings made per chunk).
-    type ReadResult;
-    #[wasm_bindgen(method, getter)]
-    fn done(this: &ReadResult) -> bool;
-    #[wasm_bindgen(method, getter)]
-    fn value(this: &ReadResult) -> Option<Uint8Array>;
 }
 
 /// Sends one request and reads it to the end (or the timeout, or Cancel).
@@ -169,10 +160,10 @@ pub async fn send(
             match response.body() {
                 None => StreamEnd::Complete,
                 Some(body) => {
-                    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-                    read_to_end(&reader, &mut builder, clock, &controller, &mut cost)
-                        .await
-                        .unwrap_or_else(ended)
+                    let (returned, result) =
+                        pipe_to_end(&body, builder, clock, &controller, &mut cost).await;
+                    builder = returned;
+                    result.unwrap_or_else(ended)
                 }
             }
         }
@@ -316,62 +307,122 @@ fn resource_timing(
     })
 }
 
-/// Reads the body chunk by chunk; `Err` carries the reader's rejection.
-async fn read_to_end(
-    reader: &ReadableStreamDefaultReader,
-    builder: &mut RecordBuilder,
+/// The state the body's sink shares with the request.
+struct Sink {
+    builder: RecordBuilder,
+    /// One buffer per request: chunks are copied out of JavaScript into it.
+    bytes: Vec<u8>,
+    busy_us: u64,
+    n_chunks: u64,
+    /// The stream said it is over, or sent an error event: later bytes are not measured.
+    over: bool,
+    stream_error: bool,
+    /// Told once when the stream says it is over.
+    said_over: Option<oneshot::Sender<()>>,
+}
+
+/// Reads the body to its end by piping it into a sink whose `write` stamps each
+/// chunk first, then hands it to the core: the browser's pipe reads the body, so
+/// no promise, closure or task of ours stands between a chunk's arrival and its
+/// stamp. `Err` carries the pipe's rejection (abort, network failure).
+async fn pipe_to_end(
+    body: &ReadableStream,
+    builder: RecordBuilder,
     clock: &Clock,
     controller: &AbortController,
     cost: &mut SendCost,
-) -> Result<StreamEnd, JsValue> {
-    // One buffer per request: chunks are copied out of JavaScript into it.
-    let mut bytes: Vec<u8> = Vec::new();
-    loop {
-        let chunk: ReadResult = JsFuture::from(reader.read()).await?.unchecked_into();
-        // Stamp first: everything after this line is not the network's time.
-        let at_us = clock.now_us();
-        if chunk.done() {
-            return Ok(StreamEnd::Complete);
-        }
-        let Some(value) = chunk.value() else {
-            continue;
-        };
-        bytes.resize(value.length() as usize, 0);
-        value.copy_to(&mut bytes);
-        builder.on_bytes(&bytes, at_us);
-        cost.n_chunks += 1;
-        cost.busy_us += clock.now_us().saturating_sub(at_us);
-        if builder.has_stream_error() {
-            // An error inside a 200 stream: the verdict is in; stop downloading.
-            controller.abort();
-            return Ok(StreamEnd::Complete);
-        }
-        if builder.is_complete() {
-            // The stream said it is over; its end is already stamped. A server ends
-            // the body right after, and reading that end keeps the connection
-            // reusable; one that holds the body open is let go after a moment.
-            let grace = gloo_timers::future::sleep(AFTER_DONE_GRACE);
-            futures_util::pin_mut!(grace);
-            loop {
-                let next = JsFuture::from(reader.read());
-                match select(next, grace.as_mut()).await {
-                    Either::Left((Ok(chunk), _)) => {
-                        if chunk.unchecked_into::<ReadResult>().done() {
-                            break;
-                        }
-                        // Bytes after the end (a stray newline): not measured.
-                    }
-                    // The body failed after the end: the request is complete all the same.
-                    Either::Left((Err(_), _)) => break,
-                    Either::Right(_) => {
-                        controller.abort();
-                        break;
-                    }
+) -> (RecordBuilder, Result<StreamEnd, JsValue>) {
+    let (said_over, over) = oneshot::channel::<()>();
+    let sink = Rc::new(RefCell::new(Sink {
+        builder,
+        bytes: Vec::new(),
+        busy_us: 0,
+        n_chunks: 0,
+        over: false,
+        stream_error: false,
+        said_over: Some(said_over),
+    }));
+    let write = Closure::<dyn FnMut(Uint8Array)>::new({
+        let sink = sink.clone();
+        let clock = clock.clone();
+        let controller = controller.clone();
+        move |chunk: Uint8Array| {
+            // Stamp first: everything after this line is not the network's time.
+            let at_us = clock.now_us();
+            let mut sink = sink.borrow_mut();
+            if sink.over {
+                // Bytes after the end (a stray newline): not measured.
+                return;
+            }
+            let Sink { builder, bytes, .. } = &mut *sink;
+            bytes.resize(chunk.length() as usize, 0);
+            chunk.copy_to(bytes);
+            builder.on_bytes(bytes, at_us);
+            if builder.has_stream_error() {
+                // An error inside a 200 stream: the verdict is in; stop downloading.
+                sink.over = true;
+                sink.stream_error = true;
+                controller.abort();
+            } else if builder.is_complete() {
+                // The stream said it is over; its end is already stamped.
+                sink.over = true;
+                if let Some(tell) = sink.said_over.take() {
+                    let _ = tell.send(());
                 }
             }
-            return Ok(StreamEnd::Complete);
+            sink.n_chunks += 1;
+            sink.busy_us += clock.now_us().saturating_sub(at_us);
         }
-    }
+    });
+    let result = match pipe(body, &write) {
+        Err(error) => Err(error),
+        Ok(piped) => {
+            futures_util::pin_mut!(piped);
+            match select(piped.as_mut(), over).await {
+                // The body ended, or failed, before the stream said it was over.
+                Either::Left((result, _)) => result,
+                Either::Right((_, piped)) => {
+                    // A server ends the body right after, and reading that end keeps
+                    // the connection reusable; one that holds the body open is let
+                    // go after a moment.
+                    let grace = gloo_timers::future::sleep(AFTER_DONE_GRACE);
+                    if let Either::Right((_, piped)) = select(piped, grace).await {
+                        controller.abort();
+                        // The pipe settles at once after the abort; only then may
+                        // the sink's closure go.
+                        let _ = piped.await;
+                    }
+                    Ok(JsValue::UNDEFINED)
+                }
+            }
+        }
+    };
+    drop(write);
+    let sink = Rc::try_unwrap(sink)
+        .ok()
+        .expect("the sink's closure is gone")
+        .into_inner();
+    cost.busy_us += sink.busy_us;
+    cost.n_chunks += sink.n_chunks;
+    let end = match result {
+        Ok(_) => Ok(StreamEnd::Complete),
+        // After the stream's end (or its error event, which aborted it), a failing
+        // body changes nothing: the request is complete.
+        Err(_) if sink.over => Ok(StreamEnd::Complete),
+        Err(error) => Err(error),
+    };
+    (sink.builder, end)
+}
+
+/// `body.pipeTo(new WritableStream({ write }))`.
+fn pipe(
+    body: &ReadableStream,
+    write: &Closure<dyn FnMut(Uint8Array)>,
+) -> Result<JsFuture, JsValue> {
+    let underlying_sink = js_sys::Object::new();
+    js_sys::Reflect::set(&underlying_sink, &"write".into(), write.as_ref())?;
+    let writable = WritableStream::new_with_underlying_sink(&underlying_sink)?;
+    Ok(JsFuture::from(body.pipe_to(&writable)))
 }
 
 /// How long the body may stay open after the stream said it was over.

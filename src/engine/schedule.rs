@@ -41,7 +41,14 @@ impl Level<'_> {
         let clock = &self.shared.clock;
         let n_sent = Cell::new(0u32);
         let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
-        let lanes = (0..concurrency).map(|_| async {
+        let n_sent = &n_sent;
+        let lanes = (0..concurrency).map(|lane| async move {
+            if lane > 0 {
+                // Each lane starts in a task of its own: a `fetch` call costs the
+                // engine about a millisecond, and 256 of them in one go would hold
+                // back the stamps of the first responses' tokens meanwhile.
+                gloo_timers::future::sleep(Duration::ZERO).await;
+            }
             loop {
                 if self.cancel.is_cancelled()
                     || limit.is_some_and(|n| n_sent.get() >= n)

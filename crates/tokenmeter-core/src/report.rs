@@ -755,6 +755,9 @@ mod tests {
             "Left out of this verdict: concurrency 8, where the engine's own event loop ran late"
         ));
         assert!(doc.environment.notes[1].contains("up to 80 ms late (35 ms at p95)"));
+        assert!(
+            doc.environment.notes[0].contains("stalled at times, for up to 25 ms (6 ms at p95)")
+        );
     }
 
     #[test]
