@@ -13,6 +13,10 @@ use crate::{
 pub fn App() -> impl IntoView {
     let plan = Plan::default_for_simulator(DEFAULT_BASE_URL);
     let history = History::load();
+    // A run the last page load did not see end: kept, saying it was interrupted.
+    if let Some(interrupted) = crate::run::take_interrupted() {
+        history.keep(&interrupted);
+    }
     let run = RunController::new(move |document| history.keep(document));
     let lang = RwSignal::new(Lang::En);
     view! {

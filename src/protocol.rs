@@ -5,7 +5,9 @@
 //! and, at the end, the run document.
 
 use serde::{Deserialize, Serialize};
-use tokenmeter_core::{condition::RunCondition, plan::Plan, report::RunDocument};
+use tokenmeter_core::{
+    condition::RunCondition, plan::Plan, record::RequestRecord, report::RunDocument,
+};
 
 /// Page → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -55,6 +57,10 @@ pub struct Progress {
     /// the browser sends over HTTP/1.1 (its requests wait in the browser's queue).
     #[serde(default)]
     pub conditions: Vec<RunCondition>,
+    /// The requests finished since the last progress: the page keeps them, so that
+    /// a run that never ends (the page closed, the engine stopped) is not lost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<RequestRecord>,
 }
 
 /// One level of the live view.

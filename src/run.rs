@@ -2,13 +2,21 @@
 //! and cancelling through the engine worker, and turning its messages into that
 //! view. No timing happens here, and nothing here knows about history: the app
 //! shell hands in what to do with a finished run.
+//!
+//! A run that never ends is not lost either. Progress brings the requests finished
+//! since the last one, and the page keeps them: if the engine stops (it crashed, or
+//! went silent for [`SILENT_FOR`]), the run ends with what was measured; while a run
+//! goes, it is saved every [`SAVE_EVERY`] and when the page is left (after asking),
+//! and the next page load hands it to history ([`take_interrupted`]).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use leptos::prelude::*;
 use tokenmeter_core::{
+    condition::{Interruption, RunCondition},
     plan::Plan,
-    report::{RunDocument, RunStatus},
+    record::RequestRecord,
+    report::{Environment, RunDocument, RunStatus},
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
 
@@ -81,6 +89,71 @@ impl PartialEq for DocumentRef {
     }
 }
 
+/// An engine that says nothing for this long while a run goes (it sends progress
+/// ten times a second, and the page counts only while it is visible) has stopped.
+const SILENT_FOR: Duration = Duration::from_secs(15);
+
+/// How often a run in progress is saved, for the next page load should this one end.
+const SAVE_EVERY: Duration = Duration::from_secs(5);
+
+/// Where the run in progress is saved (one run; cleared when it ends).
+const IN_PROGRESS_STORAGE: &str = "tokenmeter.in-progress.v1";
+
+/// The largest a saved run in progress may be, as JSON (as history keeps runs).
+const IN_PROGRESS_CAP_BYTES: usize = 1 << 20;
+
+/// What the page has of the run that goes.
+struct Partial {
+    run_id: String,
+    started_at: String,
+    plan: Plan,
+    records: Vec<RequestRecord>,
+}
+
+impl Partial {
+    /// The run as far as it went, ended by `cause`.
+    fn document(&self, cause: Interruption) -> RunDocument {
+        let get = |object: &wasm_bindgen::JsValue, key: &str| {
+            js_sys::Reflect::get(object, &key.into()).ok()
+        };
+        let global = js_sys::global();
+        let environment = Environment {
+            user_agent: get(&global, "navigator")
+                .and_then(|n| get(&n, "userAgent"))
+                .and_then(|v| v.as_string()),
+            page_origin: get(&global, "location")
+                .and_then(|l| get(&l, "origin"))
+                .and_then(|v| v.as_string()),
+            conditions: vec![RunCondition::Interrupted {
+                cause,
+                n_records: self.records.iter().filter(|r| !r.warmup).count() as u64,
+            }],
+            ..Environment::default()
+        };
+        RunDocument::build(
+            self.run_id.clone(),
+            self.started_at.clone(),
+            RunStatus::Cancelled,
+            self.plan.clone(),
+            environment,
+            self.records.clone(),
+        )
+    }
+}
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// The run a previous page load was running when it ended, if any, as a
+/// cancelled run that says it was interrupted; it is taken out of storage.
+pub fn take_interrupted() -> Option<RunDocument> {
+    let storage = local_storage()?;
+    let json = storage.get_item(IN_PROGRESS_STORAGE).ok().flatten()?;
+    let _ = storage.remove_item(IN_PROGRESS_STORAGE);
+    RunDocument::from_json(&json).ok()
+}
+
 /// The current run, and the worker behind it.
 #[derive(Clone, Copy)]
 pub struct RunController {
@@ -88,6 +161,9 @@ pub struct RunController {
     /// Why the last run (or the last plan action) could not start.
     pub problems: RwSignal<Vec<String>>,
     worker: EngineWorker,
+    partial: StoredValue<Option<Partial>, LocalStorage>,
+    /// When the engine last said anything, `performance.now()` ms.
+    last_heard_ms: StoredValue<f64>,
 }
 
 impl RunController {
@@ -96,26 +172,54 @@ impl RunController {
     pub fn new(on_finished: impl Fn(&Arc<RunDocument>) + 'static) -> RunController {
         let view = RwSignal::new(RunView::Idle);
         let problems = RwSignal::new(Vec::new());
-        let worker = EngineWorker::new(move |event| match event {
-            WorkerEvent::Message(FromWorker::Ready) => {}
-            WorkerEvent::Message(FromWorker::Progress(progress)) => {
-                if view.with_untracked(RunView::is_running) {
-                    view.set(RunView::Running(Some(progress)));
+        let partial = StoredValue::new_local(None::<Partial>);
+        let last_heard_ms = StoredValue::new(0.0);
+        let worker = EngineWorker::new(move |event| {
+            last_heard_ms.set_value(now_ms());
+            match event {
+                WorkerEvent::Message(FromWorker::Ready) => {}
+                WorkerEvent::Message(FromWorker::Progress(mut progress)) => {
+                    let records = std::mem::take(&mut progress.records);
+                    partial.update_value(|p| {
+                        if let Some(p) = p {
+                            p.records.extend(records);
+                        }
+                    });
+                    if view.with_untracked(RunView::is_running) {
+                        view.set(RunView::Running(Some(progress)));
+                    }
                 }
-            }
-            WorkerEvent::Message(FromWorker::Finished { document }) => {
-                let document = Arc::new(*document);
-                on_finished(&document);
-                view.set(RunView::Finished(document));
-            }
-            WorkerEvent::Message(FromWorker::Failed { problems: why }) => {
-                problems.set(why);
-                view.set(RunView::Idle);
-            }
-            WorkerEvent::Broken(reason) => {
-                problems.set(vec![reason]);
-                if view.with_untracked(RunView::is_running) {
+                WorkerEvent::Message(FromWorker::Finished { document }) => {
+                    end_partial(partial);
+                    let document = Arc::new(*document);
+                    on_finished(&document);
+                    view.set(RunView::Finished(document));
+                }
+                WorkerEvent::Message(FromWorker::Failed { problems: why }) => {
+                    end_partial(partial);
+                    problems.set(why);
                     view.set(RunView::Idle);
+                }
+                WorkerEvent::Broken(reason) => {
+                    problems.set(vec![reason.clone()]);
+                    if !view.with_untracked(RunView::is_running) {
+                        return;
+                    }
+                    // The engine is gone mid-run: the run ends with what reached
+                    // the page, and says why.
+                    let document = partial.with_value(|p| {
+                        p.as_ref()
+                            .map(|p| p.document(Interruption::EngineStopped { reason }))
+                    });
+                    end_partial(partial);
+                    match document {
+                        Some(document) => {
+                            let document = Arc::new(document);
+                            on_finished(&document);
+                            view.set(RunView::Finished(document));
+                        }
+                        None => view.set(RunView::Idle),
+                    }
                 }
             }
         });
@@ -123,8 +227,11 @@ impl RunController {
             view,
             problems,
             worker,
+            partial,
+            last_heard_ms,
         };
         run.watch_visibility();
+        run.ask_before_leaving();
         run
     }
 
@@ -143,12 +250,96 @@ impl RunController {
             plan: Box::new(plan),
             api_key,
         };
+        let ToWorker::Start {
+            run_id,
+            started_at,
+            plan,
+            ..
+        } = &message
+        else {
+            unreachable!("a start message");
+        };
+        self.partial.set_value(Some(Partial {
+            run_id: run_id.clone(),
+            started_at: started_at.clone(),
+            plan: (**plan).clone(),
+            records: Vec::new(),
+        }));
+        self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
         self.view.set(RunView::Running(None));
         if let Err(problem) = self.worker.post(&message) {
+            end_partial(self.partial);
             self.problems.set(vec![problem]);
             self.view.set(RunView::Idle);
+            return;
         }
+        self.watch_run(run_id.clone());
+    }
+
+    /// While the run `run_id` goes: saves it every [`SAVE_EVERY`], and declares the
+    /// engine stopped when it has been silent for [`SILENT_FOR`] with the page shown.
+    fn watch_run(&self, run_id: String) {
+        let run = *self;
+        wasm_bindgen_futures::spawn_local(async move {
+            let mut since_save = Duration::ZERO;
+            const TICK: Duration = Duration::from_secs(1);
+            loop {
+                gloo_timers::future::sleep(TICK).await;
+                let same_run = run
+                    .partial
+                    .with_value(|p| p.as_ref().is_some_and(|p| p.run_id == run_id));
+                if !same_run || !run.view.with_untracked(RunView::is_running) {
+                    return;
+                }
+                since_save += TICK;
+                if since_save >= SAVE_EVERY {
+                    since_save = Duration::ZERO;
+                    run.save_in_progress();
+                }
+                let silent_ms = now_ms() - run.last_heard_ms.get_value();
+                if !leptos::prelude::document().hidden()
+                    && silent_ms > SILENT_FOR.as_secs_f64() * 1e3
+                {
+                    run.worker.declare_broken(format!(
+                        "it said nothing for {} s: it may have run out of memory, or the browser stopped it",
+                        SILENT_FOR.as_secs()
+                    ));
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Saves the run in progress, as far as it went, for the next page load.
+    fn save_in_progress(&self) {
+        let Some(document) = self
+            .partial
+            .with_value(|p| p.as_ref().map(|p| p.document(Interruption::PageClosed)))
+        else {
+            return;
+        };
+        let json = document.for_history(IN_PROGRESS_CAP_BYTES).to_json();
+        if let Some(storage) = local_storage() {
+            let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
+        }
+    }
+
+    /// Leaving the page while a run goes asks first, and saves the run so far.
+    fn ask_before_leaving(&self) {
+        let run = *self;
+        let on_leave = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            if run.view.with_untracked(RunView::is_running) {
+                run.save_in_progress();
+                event.prevent_default();
+                // Older browsers ask only when returnValue is set.
+                let _ = js_sys::Reflect::set(&event, &"returnValue".into(), &"".into());
+            }
+        });
+        let _ = leptos::prelude::window()
+            .add_event_listener_with_callback("beforeunload", on_leave.as_ref().unchecked_ref());
+        // Lives as long as the page.
+        on_leave.forget();
     }
 
     /// Aborts every request in flight; the worker then finishes with what it has.
@@ -187,4 +378,19 @@ impl RunController {
         // Lives as long as the page.
         on_change.forget();
     }
+}
+
+/// The run ended (one way or another): nothing of it needs saving any more.
+fn end_partial(partial: StoredValue<Option<Partial>, LocalStorage>) {
+    partial.set_value(None);
+    if let Some(storage) = local_storage() {
+        let _ = storage.remove_item(IN_PROGRESS_STORAGE);
+    }
+}
+
+/// The page's `performance.now()`, ms.
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
 }

@@ -187,6 +187,12 @@ impl EngineWorker {
         }
     }
 
+    /// The page judged the worker gone (it went silent): it is terminated, and the
+    /// next message starts a new one.
+    pub fn declare_broken(&self, reason: String) {
+        self.broke(reason);
+    }
+
     /// Terminates the worker (its pending messages go with it) and says why.
     fn broke(&self, reason: String) {
         let previous = self

@@ -211,6 +211,58 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     );
 }
 
+/// The other side of the lag note: a run with nothing blocking the engine is
+/// neither called saturated nor left out of its verdict.
+#[wasm_bindgen_test]
+async fn a_quiet_run_is_not_called_saturated() {
+    use std::{cell::RefCell, rc::Rc};
+    use tokenmeter::{
+        engine::{
+            conditions::Visibility,
+            runner::{run, RunInput},
+        },
+        protocol::FromWorker,
+    };
+    use tokenmeter_core::plan::{LoadMode, Plan};
+
+    let mut plan = Plan::default_for_simulator(sim_url());
+    plan.load = LoadMode::Ladder {
+        levels: vec![1, 2],
+        requests_per_level: 2,
+    };
+    plan.max_tokens = 20;
+    plan.warmup_requests = 1;
+    let messages: Rc<RefCell<Vec<FromWorker>>> = Rc::default();
+    let post: Rc<dyn Fn(FromWorker)> = Rc::new({
+        let messages = messages.clone();
+        move |m| messages.borrow_mut().push(m)
+    });
+    let input = RunInput {
+        run_id: "r".into(),
+        started_at: "t".into(),
+        plan,
+        api_key: None,
+        visibility: Rc::new(Visibility::default()),
+    };
+    run(input, CancelToken::default(), post).await;
+    let messages = messages.borrow();
+    let Some(FromWorker::Finished { document }) = messages.last() else {
+        panic!("the run ends with its document");
+    };
+    assert!(document.levels.iter().all(|l| l.distorted.is_none()));
+    assert!(!document.verdict.explanation_en.contains("Left out"));
+    let notes = document.environment.notes.join("\n");
+    assert!(!notes.contains("saturated"), "{notes}");
+    assert_eq!(document.environment.engine_load.len(), 2);
+    for load in &document.environment.engine_load {
+        assert!(load.lag_p95_ms <= 20.0, "{load:?}");
+        assert!(
+            load.n_chunks >= 2 * 20,
+            "every token's chunk was counted: {load:?}"
+        );
+    }
+}
+
 #[wasm_bindgen_test]
 async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
     use std::{cell::RefCell, rc::Rc};

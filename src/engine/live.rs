@@ -35,6 +35,8 @@ pub struct Shared {
     frozen: RefCell<Vec<Option<LiveFigures>>>,
     load: RefCell<Vec<LevelLoad>>,
     next_id: Cell<u64>,
+    /// Records already handed to the page with a progress message.
+    n_records_sent: Cell<usize>,
     finished: Cell<bool>,
     /// The level running now, for the lag monitor.
     current_level: Cell<Option<usize>>,
@@ -77,6 +79,7 @@ impl Shared {
                     .collect(),
             ),
             next_id: Cell::new(0),
+            n_records_sent: Cell::new(0),
             finished: Cell::new(false),
             current_level: Cell::new(None),
         }
@@ -179,10 +182,15 @@ impl Shared {
     }
 
     /// The progress with live figures, as of now: the running level's computed
-    /// afresh, the finished ones' as frozen, the others' empty.
+    /// afresh, the finished ones' as frozen, the others' empty; and the records
+    /// finished since the last snapshot.
     pub fn snapshot(&self) -> Progress {
         let mut progress = self.progress.borrow().clone();
         progress.elapsed_ms = self.clock.now_ms();
+        let records = self.records.borrow();
+        let sent = self.n_records_sent.replace(records.len());
+        progress.records = records[sent.min(records.len())..].to_vec();
+        drop(records);
         let mut live = self.live.borrow_mut();
         let frozen = self.frozen.borrow();
         let load = self.load.borrow();

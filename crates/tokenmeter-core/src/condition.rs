@@ -74,9 +74,22 @@ pub enum RunCondition {
     TimingHidden { n_requests: u64 },
     /// `performance.now()` is coarse because the page is not cross-origin isolated.
     CoarseTimer { resolution_us: f64 },
+    /// The run did not end: the page was closed or reloaded, or the engine
+    /// stopped, after `n_records` requests; what they measured is kept.
+    Interrupted { cause: Interruption, n_records: u64 },
     /// The run as kept in the browser's history lost its per-request records (too
     /// large for the browser's storage); the summaries, verdict and notes stay.
     RecordsNotKept { n_records: u64 },
+}
+
+/// What interrupted a run (see [`RunCondition::Interrupted`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Interruption {
+    /// The page was closed or reloaded (or the browser stopped) during the run.
+    PageClosed,
+    /// The engine worker stopped: it crashed, ran out of memory, or went silent.
+    EngineStopped { reason: String },
 }
 
 impl RunCondition {
@@ -171,6 +184,15 @@ impl RunCondition {
                     format!("the server sends no Timing-Allow-Origin, so the browser hid when {n_requests} requests left it: TTFT holds the browser's own wait (connection queue, set-up, CORS preflight) and cannot be split into the browser's part and the server's; have the server add `Timing-Allow-Origin: *` (or this page's origin) to its responses, e.g. nginx `add_header Timing-Allow-Origin * always;`")
                 }
             }
+            RunCondition::Interrupted {
+                ref cause,
+                n_records,
+            } => match (cause, zh) {
+                (Interruption::PageClosed, true) => format!("运行没有结束：页面在运行中被关闭或重新加载；这里保留了此前完成的 {n_records} 个请求的测量结果"),
+                (Interruption::PageClosed, false) => format!("the run did not end: the page was closed or reloaded while it went; the {n_records} requests finished before are kept here"),
+                (Interruption::EngineStopped { reason }, true) => format!("运行没有结束：测量引擎停止了（{reason}）；这里保留了此前完成的 {n_records} 个请求的测量结果"),
+                (Interruption::EngineStopped { reason }, false) => format!("the run did not end: the measuring engine stopped ({reason}); the {n_records} requests finished before are kept here"),
+            },
             RunCondition::RecordsNotKept { n_records } => {
                 if zh {
                     format!("历史记录里的这次运行没有保存 {n_records} 条逐请求记录（超出浏览器存储的容量），汇总、结论和说明都还在；要保留全部记录，请在运行结束时导出 JSON")
@@ -438,5 +460,29 @@ mod tests {
             .text(Lang::En)
             .contains("add_header Timing-Allow-Origin * always;"));
         assert!(c.text(Lang::Zh).contains("Timing-Allow-Origin: *"));
+    }
+
+    #[test]
+    fn an_interrupted_run_says_why_and_what_is_kept() {
+        let closed = RunCondition::Interrupted {
+            cause: Interruption::PageClosed,
+            n_records: 7,
+        };
+        assert!(closed.text(Lang::En).contains("closed or reloaded"));
+        assert!(closed.text(Lang::Zh).contains("7 个请求"));
+        let stopped = RunCondition::Interrupted {
+            cause: Interruption::EngineStopped {
+                reason: "out of memory".into(),
+            },
+            n_records: 3,
+        };
+        assert!(stopped
+            .text(Lang::En)
+            .contains("the measuring engine stopped (out of memory)"));
+        let json = serde_json::to_string(&stopped).unwrap();
+        assert_eq!(
+            serde_json::from_str::<RunCondition>(&json).unwrap(),
+            stopped
+        );
     }
 }
