@@ -4,11 +4,16 @@
 
 use std::cell::{Cell, RefCell};
 
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
 use tokenmeter_core::{
     condition::{self, RunCondition},
     report::{EngineLoad, Environment},
 };
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, RequestInit, RequestMode};
 
 /// When the page was hidden (browsers throttle hidden tabs, and their timers),
 /// on the worker's `performance.now()` timeline.
@@ -91,5 +96,65 @@ pub fn environment(timer_resolution_us: f64) -> Environment {
         conditions,
         notes: Vec::new(),
         engine_load: Vec::new(),
+    }
+}
+
+/// How long each probe of an endpoint that gave no response may take.
+const PROBE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Why `n_requests` requests to `base_url` got no response: told from the page's
+/// origin and, where that is not enough, by two requests to `{base}/models` (one
+/// without CORS, one with; neither carries the key).
+pub async fn no_response(
+    base_url: &str,
+    n_requests: u64,
+    environment: &Environment,
+) -> RunCondition {
+    let page_origin = environment.page_origin.clone();
+    let cause = match condition::no_response_before_probe(
+        page_origin.as_deref(),
+        base_url,
+        environment.cross_origin_isolated == Some(true),
+    ) {
+        Some(cause) => cause,
+        None => {
+            let url = format!("{}/models", base_url.trim_end_matches('/'));
+            let reached = probe(&url, RequestMode::NoCors).await;
+            let readable = reached && probe(&url, RequestMode::Cors).await;
+            condition::no_response_from_probes(reached, readable)
+        }
+    };
+    RunCondition::NoResponse {
+        n_requests,
+        cause,
+        page_origin,
+    }
+}
+
+/// Whether a GET of `url` in `mode` got a response (an opaque one counts), within
+/// [`PROBE_WITHIN`].
+async fn probe(url: &str, mode: RequestMode) -> bool {
+    let Ok(controller) = AbortController::new() else {
+        return false;
+    };
+    let init = RequestInit::new();
+    init.set_method("GET");
+    init.set_mode(mode);
+    init.set_signal(Some(&controller.signal()));
+    let global = js_sys::global();
+    let request = match global.dyn_ref::<web_sys::WorkerGlobalScope>() {
+        Some(worker) => worker.fetch_with_str_and_init(url, &init),
+        None => global
+            .unchecked_into::<web_sys::Window>()
+            .fetch_with_str_and_init(url, &init),
+    };
+    let answered = JsFuture::from(request);
+    let late = gloo_timers::future::sleep(PROBE_WITHIN);
+    match select(answered, late).await {
+        Either::Left((result, _)) => result.is_ok(),
+        Either::Right(_) => {
+            controller.abort();
+            false
+        }
     }
 }

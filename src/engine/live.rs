@@ -126,6 +126,7 @@ impl Shared {
                 wall_ms,
                 lag_max_ms: load.lag.max_ms,
                 lag_p95_ms: load.lag.percentile_ms(95.0),
+                lag_max_at_ms: load.lag.max_at_ms,
                 busy_ms: load.busy_us as f64 / 1e3,
                 n_chunks: load.n_chunks,
             },
@@ -167,7 +168,9 @@ impl Shared {
             .get(index)
             .is_some_and(|l| l.n_in_flight > 0);
         if in_flight {
-            self.load.borrow_mut()[index].lag.add(lag_ms);
+            let mut load = self.load.borrow_mut();
+            let at_ms = self.clock.now_ms() - load[index].started_ms;
+            load[index].lag.add(lag_ms, at_ms);
         }
     }
 

@@ -7,6 +7,7 @@
 use std::{rc::Rc, time::Duration};
 
 use tokenmeter_core::{
+    error::ErrorKind,
     plan::{arrival_offsets_ms, LoadMode, Plan},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
@@ -16,7 +17,7 @@ use tokenmeter_core::{
 use super::{
     cancel::CancelToken,
     clock::Clock,
-    conditions::{environment, level_conditions, Visibility},
+    conditions::{environment, level_conditions, no_response, Visibility},
     live::Shared,
     request::{send, Target},
     schedule::Level,
@@ -184,6 +185,21 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     let records = shared.finish();
     let mut environment = environment;
     environment.conditions.extend(conditions);
+    // Requests that got no response at all: the browser hides why (CORS, mixed
+    // content, an unreachable host); probing once tells the user which.
+    let n_no_response = records
+        .iter()
+        .filter(|r| !r.warmup)
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::Network)
+        })
+        .count() as u64;
+    if n_no_response > 0 && !cancel.is_cancelled() {
+        let diagnosis = no_response(&plan.base_url, n_no_response, &environment).await;
+        environment.conditions.push(diagnosis);
+    }
     environment.engine_load = engine_load;
     let document = RunDocument::build(
         input.run_id,

@@ -43,13 +43,16 @@ impl Level<'_> {
         let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
         let n_sent = &n_sent;
         let lanes = (0..concurrency).map(|lane| async move {
-            if lane > 0 {
-                // Each lane starts in a task of its own: a `fetch` call costs the
-                // engine about a millisecond, and 256 of them in one go would hold
-                // back the stamps of the first responses' tokens meanwhile.
-                gloo_timers::future::sleep(Duration::ZERO).await;
-            }
+            let mut first = true;
             loop {
+                if lane > 0 || !first {
+                    // Each send in a task of its own: a `fetch` call costs the engine
+                    // about a millisecond, and a level's start, or a wave of requests
+                    // ending together, would otherwise send hundreds in one go and
+                    // hold back the stamps of the tokens arriving meanwhile.
+                    gloo_timers::future::sleep(Duration::ZERO).await;
+                }
+                first = false;
                 if self.cancel.is_cancelled()
                     || limit.is_some_and(|n| n_sent.get() >= n)
                     || deadline_ms.is_some_and(|d| clock.now_ms() >= d)

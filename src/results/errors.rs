@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
+    condition::RunCondition,
     error::{ErrorKind, Lang},
     report::RunDocument,
 };
@@ -16,6 +17,8 @@ pub struct Group {
     n: usize,
     detail: String,
     sample: Option<String>,
+    /// What the run found out about these failures (why there was no response).
+    diagnosis: Option<RunCondition>,
 }
 
 /// The failures of a run (warm-ups excluded), by kind.
@@ -28,6 +31,16 @@ pub fn error_groups(document: &RunDocument) -> Vec<Group> {
                 n: 0,
                 detail: err.detail.clone(),
                 sample: err.body_sample.clone(),
+                diagnosis: (err.kind == ErrorKind::Network)
+                    .then(|| {
+                        document
+                            .environment
+                            .conditions
+                            .iter()
+                            .find(|c| matches!(c, RunCondition::NoResponse { .. }))
+                            .cloned()
+                    })
+                    .flatten(),
             });
             group.n += 1;
         }
@@ -46,6 +59,9 @@ pub fn ErrorGroup(group: Group, lang: RwSignal<Lang>) -> impl IntoView {
                 <code class="kind">{kind.name()}</code>
             </p>
             <p class="hint" data-testid="error-hint">{move || kind.hint(lang.get())}</p>
+            {group.diagnosis.map(|diagnosis| view! {
+                <p class="diagnosis" data-testid="error-diagnosis">{move || diagnosis.text(lang.get())}</p>
+            })}
             <p class="detail">{group.detail}</p>
             // A server's body is shown as text, never as HTML.
             {group.sample.map(|sample| view! { <pre class="sample" data-testid="error-sample">{sample}</pre> })}

@@ -74,12 +74,40 @@ pub enum RunCondition {
     TimingHidden { n_requests: u64 },
     /// `performance.now()` is coarse because the page is not cross-origin isolated.
     CoarseTimer { resolution_us: f64 },
+    /// Requests got no response the page could read (network errors), and a probe
+    /// after the run told why.
+    NoResponse {
+        n_requests: u64,
+        cause: NoResponseCause,
+        /// This page's origin, which the server must allow.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        page_origin: Option<String>,
+    },
     /// The run did not end: the page was closed or reloaded, or the engine
     /// stopped, after `n_records` requests; what they measured is kept.
     Interrupted { cause: Interruption, n_records: u64 },
     /// The run as kept in the browser's history lost its per-request records (too
     /// large for the browser's storage); the summaries, verdict and notes stay.
     RecordsNotKept { n_records: u64 },
+}
+
+/// Why requests got no response (see [`RunCondition::NoResponse`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoResponseCause {
+    /// An https:// page may not call a plain http:// endpoint (other than loopback).
+    MixedContent,
+    /// The host answers (a request without CORS reached it), but does not allow
+    /// this page's origin.
+    Cors,
+    /// The host allows this page's origin for a plain GET (`/models` was readable),
+    /// yet the requests failed without a response: their CORS preflight (OPTIONS)
+    /// was refused, or the server dropped the connection.
+    CorsPreflight,
+    /// The host did not answer at all, not even a request without CORS.
+    Unreachable,
+    /// A cross-origin isolated page cannot probe without CORS: one of the two.
+    CorsOrUnreachable,
 }
 
 /// What interrupted a run (see [`RunCondition::Interrupted`]).
@@ -184,6 +212,11 @@ impl RunCondition {
                     format!("the server sends no Timing-Allow-Origin, so the browser hid when {n_requests} requests left it: TTFT holds the browser's own wait (connection queue, set-up, CORS preflight) and cannot be split into the browser's part and the server's; have the server add `Timing-Allow-Origin: *` (or this page's origin) to its responses, e.g. nginx `add_header Timing-Allow-Origin * always;`")
                 }
             }
+            RunCondition::NoResponse {
+                n_requests: n,
+                cause,
+                ref page_origin,
+            } => no_response_text(n, cause, page_origin.as_deref().unwrap_or("this page's origin"), zh),
             RunCondition::Interrupted {
                 ref cause,
                 n_records,
@@ -227,6 +260,61 @@ pub fn engine_lag(concurrency: u32, lag_max_ms: f64, lag_p95_ms: f64) -> Option<
         lag_ms: lag_max_ms,
         lag_p95_ms: Some(lag_p95_ms),
     })
+}
+
+/// What to do about requests that got no response, per cause, with how to allow
+/// `origin` on the servers people run.
+fn no_response_text(n: u64, cause: NoResponseCause, origin: &str, zh: bool) -> String {
+    match (cause, zh) {
+        (NoResponseCause::MixedContent, false) => format!("{n} requests got no response: this page is served over https:// and the endpoint is plain http://, which browsers block (mixed content); serve the endpoint over HTTPS, or open this page over http:// (e.g. `cargo xtask serve` on your own machine)"),
+        (NoResponseCause::MixedContent, true) => format!("{n} 个请求没有得到响应：本页面通过 https:// 提供，而端点是明文 http://，浏览器会拦截（混合内容）；请让端点使用 HTTPS，或通过 http:// 打开本页面（例如在本机运行 `cargo xtask serve`）"),
+        (NoResponseCause::Cors, false) => format!("{n} requests got no response this page may read: the server answers (a request without CORS reached it), but does not allow this page's origin, {origin}. Allow it on the server: vLLM `--allowed-origins '[\"{origin}\"]'`; Ollama `OLLAMA_ORIGINS={origin}`; llama.cpp `llama-server --cors-origins {origin}`; nginx in front: `add_header Access-Control-Allow-Origin {origin} always;` and `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`, with OPTIONS answered 204; Caddy: `header Access-Control-Allow-Origin {origin}` and `header Access-Control-Allow-Headers \"authorization, content-type\"`. Any server: answer the OPTIONS preflight, allow the Authorization (or api-key) and Content-Type headers, and send Access-Control-Allow-Origin on every response, errors and the stream included"),
+        (NoResponseCause::Cors, true) => format!("{n} 个请求没有得到本页面可读取的响应：服务端有应答（不带 CORS 的请求能到达），但没有允许本页面的源 {origin}。请在服务端允许它：vLLM `--allowed-origins '[\"{origin}\"]'`；Ollama `OLLAMA_ORIGINS={origin}`；llama.cpp `llama-server --cors-origins {origin}`；前面有 nginx：`add_header Access-Control-Allow-Origin {origin} always;` 和 `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`，并对 OPTIONS 返回 204；Caddy：`header Access-Control-Allow-Origin {origin}` 和 `header Access-Control-Allow-Headers \"authorization, content-type\"`。任何服务端都要：应答 OPTIONS 预检，允许 Authorization（或 api-key）和 Content-Type 请求头，并在每个响应（包括错误和流）上发送 Access-Control-Allow-Origin"),
+        (NoResponseCause::CorsPreflight, false) => format!("{n} requests got no response: the server allows this page's origin ({origin}) for a plain GET (/models was readable), but not these requests: its CORS preflight (OPTIONS) refused them, or it dropped the connection; have it answer OPTIONS with 204 and `Access-Control-Allow-Headers: authorization, content-type` (and `api-key` if the key goes in that header), and look at its log for dropped connections"),
+        (NoResponseCause::CorsPreflight, true) => format!("{n} 个请求没有得到响应：服务端对普通 GET 允许本页面的源（{origin}）（/models 可以读取），却不允许这些请求：它的 CORS 预检（OPTIONS）拒绝了它们，或者它断开了连接；请让它对 OPTIONS 返回 204 并带上 `Access-Control-Allow-Headers: authorization, content-type`（密钥放在 api-key 头时还要加上 `api-key`），并查看它的日志里是否有断开的连接"),
+        (NoResponseCause::Unreachable, false) => format!("{n} requests got no response: the host did not answer at all, not even a request without CORS; check the base URL, that the server runs and listens on that address and port, any firewall between, and for https:// a certificate this browser trusts (open the base URL in a tab once to see)"),
+        (NoResponseCause::Unreachable, true) => format!("{n} 个请求没有得到响应：主机完全没有应答，连不带 CORS 的请求也没有；请检查 Base URL、服务是否在该地址和端口上运行、中间的防火墙，以及 https:// 时浏览器是否信任其证书（在新标签页打开一次 Base URL 即可看到）"),
+        (NoResponseCause::CorsOrUnreachable, false) => format!("{n} requests got no response: either the server does not allow this page's origin ({origin}) by CORS, or it is not reachable; this page is cross-origin isolated, so it cannot probe which. Open the base URL's /models in a tab: if it answers, allow the origin on the server (vLLM `--allowed-origins`, Ollama `OLLAMA_ORIGINS`, llama.cpp `--cors-origins`, or Access-Control-Allow-Origin in the proxy in front)"),
+        (NoResponseCause::CorsOrUnreachable, true) => format!("{n} 个请求没有得到响应：要么服务端没有通过 CORS 允许本页面的源（{origin}），要么无法连接；本页面是跨源隔离的，无法探测是哪一种。请在新标签页打开 Base URL 的 /models：如果有应答，就在服务端允许这个源（vLLM `--allowed-origins`、Ollama `OLLAMA_ORIGINS`、llama.cpp `--cors-origins`，或前面代理的 Access-Control-Allow-Origin）"),
+    }
+}
+
+/// Why requests got no response, as far as it can be told without a probe: an
+/// https:// page calling plain http:// off loopback is mixed content; a cross-origin
+/// isolated page cannot probe without CORS. `None`: probe (see
+/// [`no_response_from_probes`]).
+pub fn no_response_before_probe(
+    page_origin: Option<&str>,
+    base_url: &str,
+    cross_origin_isolated: bool,
+) -> Option<NoResponseCause> {
+    let page_is_https = page_origin.is_some_and(|o| o.starts_with("https://"));
+    if page_is_https && browser::is_plain_http(base_url) && !is_loopback(base_url) {
+        return Some(NoResponseCause::MixedContent);
+    }
+    cross_origin_isolated.then_some(NoResponseCause::CorsOrUnreachable)
+}
+
+/// Why requests got no response, from two probes of `GET {base}/models`: one
+/// without CORS (`reached`: the host answered anything), one with (`readable`: its
+/// answer allowed this origin).
+pub fn no_response_from_probes(reached: bool, readable: bool) -> NoResponseCause {
+    match (reached, readable) {
+        (false, _) => NoResponseCause::Unreachable,
+        (true, false) => NoResponseCause::Cors,
+        (true, true) => NoResponseCause::CorsPreflight,
+    }
+}
+
+/// Browsers let an https:// page call these over plain http://.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url.trim().get(7..).unwrap_or("");
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    host == "localhost" || host.ends_with(".localhost") || host == "::1" || host.starts_with("127.")
 }
 
 /// "concurrency 8", or "open loop" for arrivals at a rate (concurrency 0).
@@ -484,5 +572,76 @@ mod tests {
             serde_json::from_str::<RunCondition>(&json).unwrap(),
             stopped
         );
+    }
+
+    #[test]
+    fn no_response_says_the_cause_and_how_to_allow_the_origin() {
+        let cors = RunCondition::NoResponse {
+            n_requests: 4,
+            cause: NoResponseCause::Cors,
+            page_origin: Some("https://tm.example".into()),
+        };
+        let en = cors.text(Lang::En);
+        assert!(en.contains("does not allow this page's origin, https://tm.example"));
+        assert!(
+            en.contains(r#"vLLM `--allowed-origins '["https://tm.example"]'`"#),
+            "{en}"
+        );
+        assert!(en.contains("OLLAMA_ORIGINS=https://tm.example"));
+        assert!(en.contains("llama-server --cors-origins https://tm.example"));
+        assert!(cors
+            .text(Lang::Zh)
+            .contains("没有允许本页面的源 https://tm.example"));
+        for cause in [
+            NoResponseCause::MixedContent,
+            NoResponseCause::Unreachable,
+            NoResponseCause::CorsOrUnreachable,
+        ] {
+            let c = RunCondition::NoResponse {
+                n_requests: 1,
+                cause,
+                page_origin: None,
+            };
+            assert!(c.text(Lang::En).starts_with("1 requests got no response"));
+            assert!(c.text(Lang::Zh).starts_with("1 个请求没有得到响应"));
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn the_cause_of_no_response_is_told_apart() {
+        use NoResponseCause::*;
+        let https = Some("https://tm.example");
+        assert_eq!(
+            no_response_before_probe(https, "http://10.0.0.5:8000/v1", false),
+            Some(MixedContent)
+        );
+        assert_eq!(
+            no_response_before_probe(https, "http://10.0.0.5:8000/v1", true),
+            Some(MixedContent)
+        );
+        for loopback in [
+            "http://127.0.0.1:8000/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            assert_eq!(
+                no_response_before_probe(https, loopback, false),
+                None,
+                "{loopback}"
+            );
+        }
+        assert_eq!(
+            no_response_before_probe(Some("http://127.0.0.1:8080"), "http://10.0.0.5/v1", false),
+            None
+        );
+        assert_eq!(
+            no_response_before_probe(https, "https://api.example/v1", true),
+            Some(CorsOrUnreachable)
+        );
+        assert_eq!(no_response_from_probes(false, false), Unreachable);
+        assert_eq!(no_response_from_probes(true, false), Cors);
+        assert_eq!(no_response_from_probes(true, true), CorsPreflight);
     }
 }

@@ -142,8 +142,9 @@ impl LiveLevel {
 #[derive(Clone, Debug)]
 pub struct LagHistogram {
     counts: Vec<u32>,
-    /// The worst lateness, ms.
+    /// The worst lateness, ms, and when into the level its tick woke.
     pub max_ms: f64,
+    pub max_at_ms: f64,
 }
 
 impl LagHistogram {
@@ -153,12 +154,17 @@ impl LagHistogram {
         LagHistogram {
             counts: vec![0; Self::BUCKETS],
             max_ms: 0.0,
+            max_at_ms: 0.0,
         }
     }
 
-    pub fn add(&mut self, lag_ms: f64) {
+    /// A tick `at_ms` into the level woke `lag_ms` late.
+    pub fn add(&mut self, lag_ms: f64, at_ms: f64) {
         let lag_ms = lag_ms.max(0.0);
-        self.max_ms = self.max_ms.max(lag_ms);
+        if lag_ms > self.max_ms {
+            self.max_ms = lag_ms;
+            self.max_at_ms = at_ms;
+        }
         let bucket = (lag_ms.floor() as usize).min(Self::BUCKETS - 1);
         self.counts[bucket] = self.counts[bucket].saturating_add(1);
     }
@@ -284,12 +290,13 @@ mod tests {
         let mut lag = LagHistogram::new();
         assert_eq!(lag.percentile_ms(95.0), 0.0);
         for i in 0..100 {
-            lag.add(if i < 96 { 0.4 } else { 37.2 });
+            lag.add(if i < 96 { 0.4 } else { 37.2 }, f64::from(i) * 10.0);
         }
         assert_eq!(lag.percentile_ms(95.0), 1.0);
         assert_eq!(lag.percentile_ms(97.0), 37.2);
-        lag.add(5_000.0);
-        assert_eq!(lag.max_ms, 5_000.0);
+        assert_eq!(lag.max_at_ms, 960.0, "the first of the worst");
+        lag.add(5_000.0, 2_000.0);
+        assert_eq!((lag.max_ms, lag.max_at_ms), (5_000.0, 2_000.0));
         assert_eq!(lag.percentile_ms(100.0), 5_000.0);
         assert_eq!(lag.counts.len(), LagHistogram::BUCKETS);
     }

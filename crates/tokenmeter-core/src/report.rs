@@ -88,6 +88,9 @@ pub struct EngineLoad {
     /// requests were in flight, ms: timestamps taken then are late by as much.
     pub lag_max_ms: f64,
     pub lag_p95_ms: f64,
+    /// When into the level the worst lateness ended, ms.
+    #[serde(default)]
+    pub lag_max_at_ms: f64,
     /// Time spent in the engine's own code on the level's requests (sending,
     /// reading and accounting each chunk), ms; over `wall_ms` it is the share of one
     /// core the engine took, browser internals not counted.

@@ -39,6 +39,10 @@ pub struct SimConfig {
     /// Leave out `Access-Control-Max-Age`, so browsers preflight (nearly) every request.
     #[arg(long)]
     pub no_cors_max_age: bool,
+    /// Send no CORS headers at all, as a server not set up for browsers: every
+    /// browser request from another origin fails without a response.
+    #[arg(long)]
+    pub no_cors: bool,
     /// Leave out `Timing-Allow-Origin`, as most real servers do: browsers then hide
     /// the protocol and when each request left them (Resource Timing's details).
     #[arg(long)]

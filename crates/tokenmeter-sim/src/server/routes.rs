@@ -52,6 +52,9 @@ async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) 
     } else {
         next.run(request).await
     };
+    if state.config.no_cors {
+        return response;
+    }
     let headers = response.headers_mut();
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
