@@ -206,9 +206,11 @@ impl RunController {
                         return;
                     }
                     // The engine is gone mid-run: the run ends with what reached
-                    // the page, and says why.
+                    // the page, and says why. An engine that never measured anything
+                    // (it failed to load) leaves nothing to keep.
                     let document = partial.with_value(|p| {
                         p.as_ref()
+                            .filter(|p| !p.records.is_empty())
                             .map(|p| p.document(Interruption::EngineStopped { reason }))
                     });
                     end_partial(partial);
@@ -313,10 +315,12 @@ impl RunController {
 
     /// Saves the run in progress, as far as it went, for the next page load.
     fn save_in_progress(&self) {
-        let Some(document) = self
-            .partial
-            .with_value(|p| p.as_ref().map(|p| p.document(Interruption::PageClosed)))
-        else {
+        // Nothing measured yet: nothing to keep.
+        let Some(document) = self.partial.with_value(|p| {
+            p.as_ref()
+                .filter(|p| !p.records.is_empty())
+                .map(|p| p.document(Interruption::PageClosed))
+        }) else {
             return;
         };
         let json = document.for_history(IN_PROGRESS_CAP_BYTES).to_json();

@@ -186,7 +186,11 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         notes.contains("concurrency 1: the page was hidden for 0."),
         "{notes}"
     );
-    assert!(notes.contains("event loop ran up to"), "{notes}");
+    // One 250 ms block in a level of ten-millisecond ticks: a stall, said as one.
+    assert!(
+        notes.contains("event loop stalled at times, for up to"),
+        "{notes}"
+    );
     // The same, typed: the page renders these in its language.
     use tokenmeter_core::condition::RunCondition;
     let conditions = &document.environment.conditions;
@@ -211,10 +215,12 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     );
 }
 
-/// The other side of the lag note: a run with nothing blocking the engine is
-/// neither called saturated nor left out of its verdict.
+/// The other side of the lag note: it says what the engine measured of itself and
+/// nothing more. This machine may be busy (a test cannot make it quiet), so the
+/// check is that every flag and note follows from the level's measured lag: below
+/// the thresholds, silence.
 #[wasm_bindgen_test]
-async fn a_quiet_run_is_not_called_saturated() {
+async fn the_lag_flags_follow_from_the_measured_lag() {
     use std::{cell::RefCell, rc::Rc};
     use tokenmeter::{
         engine::{
@@ -249,17 +255,31 @@ async fn a_quiet_run_is_not_called_saturated() {
     let Some(FromWorker::Finished { document }) = messages.last() else {
         panic!("the run ends with its document");
     };
-    assert!(document.levels.iter().all(|l| l.distorted.is_none()));
-    assert!(!document.verdict.explanation_en.contains("Left out"));
-    let notes = document.environment.notes.join("\n");
-    assert!(!notes.contains("saturated"), "{notes}");
+    use tokenmeter_core::condition::{RunCondition, LAG_DISTORTS_P95_MS, LAG_NOTE_MS};
     assert_eq!(document.environment.engine_load.len(), 2);
-    for load in &document.environment.engine_load {
-        assert!(load.lag_p95_ms <= 20.0, "{load:?}");
+    for (load, level) in document
+        .environment
+        .engine_load
+        .iter()
+        .zip(&document.levels)
+    {
+        assert_eq!(Some(load.concurrency), level.concurrency);
         assert!(
             load.n_chunks >= 2 * 20,
             "every token's chunk was counted: {load:?}"
         );
+        let noted = document.environment.conditions.iter().any(|c| {
+            matches!(c, RunCondition::EngineLag { concurrency, .. } if *concurrency == load.concurrency)
+        });
+        assert_eq!(noted, load.lag_max_ms > LAG_NOTE_MS, "{load:?}");
+        assert_eq!(
+            level.distorted.is_some(),
+            load.lag_p95_ms > LAG_DISTORTS_P95_MS,
+            "{load:?}"
+        );
+    }
+    if document.levels.iter().all(|l| l.distorted.is_none()) {
+        assert!(!document.verdict.explanation_en.contains("Left out"));
     }
 }
 

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT},
+    browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
-    stats::Distribution,
+    record::RequestRecord,
     summary::Summary,
 };
 
@@ -376,25 +376,64 @@ pub fn timing_hidden(levels: &[Summary]) -> Option<RunCondition> {
 /// without `Access-Control-Max-Age`, Chromium keeps a preflight for 5 s only, so a
 /// long run pays one every 5 s. (Browsers do not expose preflights themselves.)
 ///
-/// Only levels with at most [`QUIET_IN_FLIGHT`] requests in flight count: above it
-/// the browser's own burst of sends makes such waits, preflights cached or not. And
+/// A request counts as preflighted again when, on an open connection with no
+/// browser queue in front, it waited at least [`PREFLIGHT_WORTH_NOTING_US`] and at
+/// least three times what such requests waited at the median: a preflight is a round
+/// trip to the server, far above the few ms a send takes, while a busy machine's
+/// stray waits of 10–30 ms (measured: a loaded 2-core machine, debug build) sit
+/// just above the rest. The run's first request is left out (it pays a preflight
+/// whatever the server sends, along with connection set-up), and it takes two such
+/// waits to make a pattern. Only levels with at most [`QUIET_IN_FLIGHT`] requests in
+/// flight count: above it the browser's own burst of sends makes such waits. And
 /// only engines whose timings show preflights and little else count (see
 /// [`Engine::shows_preflights`]): elsewhere the note would be a guess.
-pub fn uncached_preflight(levels: &[Summary], engine: Engine) -> Option<RunCondition> {
+pub fn uncached_preflight(
+    levels: &[Summary],
+    records: &[RequestRecord],
+    engine: Engine,
+) -> Option<RunCondition> {
     if !engine.shows_preflights() {
         return None;
     }
-    let waits: Vec<Distribution> = levels
+    let quiet = |concurrency: u32| {
+        levels
+            .iter()
+            .any(|s| s.concurrency == Some(concurrency) && s.peak_concurrency <= QUIET_IN_FLIGHT)
+    };
+    let first_sent_us = records
         .iter()
-        .filter(|s| s.peak_concurrency <= QUIET_IN_FLIGHT)
-        .filter_map(|s| s.slow_send_ms)
+        .filter(|r| r.browser.is_some())
+        .map(|r| r.sent_us)
+        .min()?;
+    let mut waits: Vec<f64> = records
+        .iter()
+        .filter(|r| !r.warmup && r.sent_us != first_sent_us && quiet(r.concurrency))
+        .filter(|r| {
+            // Waits in the browser's own connection queue are no preflight.
+            let protocol = r.browser.as_ref().and_then(|b| b.protocol.as_deref());
+            !protocol.is_some_and(|p| browser::queues(engine, r.concurrency, p))
+        })
+        .filter_map(RequestRecord::unexplained_wait_us)
+        .map(|us| us as f64)
         .collect();
-    let n_requests: u64 = waits.iter().map(|d| d.n).sum();
-    (n_requests >= 2).then(|| RunCondition::UncachedPreflight {
-        n_requests,
-        wait_ms: waits.iter().map(|d| d.p50).fold(0.0, f64::max),
+    let usual_us = crate::stats::percentile_select(&mut waits.clone(), 50.0)?;
+    let threshold_us = (PREFLIGHT_WORTH_NOTING_US as f64).max(3.0 * usual_us);
+    waits.retain(|&w| w >= threshold_us);
+    if waits.len() < 2 {
+        return None;
+    }
+    let wait_ms = crate::stats::percentile_select(&mut waits, 50.0)? / 1e3;
+    Some(RunCondition::UncachedPreflight {
+        n_requests: waits.len() as u64,
+        wait_ms,
     })
 }
+
+/// A wait shorter than this is not taken for a preflight: a loaded machine (a
+/// debug build at 32 streams on 2 cores, measured) makes sends wait 20–30 ms now and
+/// then with every preflight cached; and a preflight cheaper than this is not
+/// worth a note.
+pub const PREFLIGHT_WORTH_NOTING_US: u64 = 3 * SLOW_SEND_US;
 
 /// The English sentences of `conditions`: the document's `notes`.
 pub fn notes(conditions: &[RunCondition]) -> Vec<String> {
