@@ -45,45 +45,78 @@ pub fn run(args: &[String]) -> Result<()> {
         Some("accuracy") => step(
             "bench accuracy: the page's figures against the truth",
             || {
-                let env = setup::ensure(Needs {
-                    browser: true,
-                    node: true,
-                    engines: true,
-                })?;
-                let mut trunk = env.wasm_command("trunk");
-                trunk.current_dir(&root).args([
-                    "build",
-                    "--release",
-                    "--dist",
-                    BENCH_DIST,
-                    "--public-url",
-                    "./",
-                ]);
-                exec(&mut trunk)?;
-                exec(Command::new("cargo").current_dir(&root).args([
-                    "build",
-                    "--locked",
-                    "--release",
-                    "-p",
-                    "tokenmeter-sim",
-                ]))?;
                 // First Chromium in detail, then every engine side by side.
-                for script in ["e2e/bench/accuracy.mjs", "e2e/bench/engines.mjs"] {
-                    exec(
-                        Command::new("node")
-                            .current_dir(&root)
-                            .arg(script)
-                            .env("TOKENMETER_DIST", root.join(BENCH_DIST))
-                            .envs(env.browser_vars())
-                            .env(
-                                "TOKENMETER_SIM_BIN",
-                                root.join("target/release/tokenmeter-sim"),
-                            ),
-                    )?;
-                }
-                Ok(())
+                page_bench(&root, &["e2e/bench/accuracy.mjs", "e2e/bench/engines.mjs"])
             },
         ),
-        _ => Err("usage: cargo xtask bench core|sim|accuracy".into()),
+        Some("load") => step(
+            "bench load: 1 to 256 streams, tokenmeter against a baseline page and the truth",
+            || page_bench(&root, &["e2e/bench/load.mjs"]),
+        ),
+        _ => Err("usage: cargo xtask bench core|sim|accuracy|load".into()),
     }
+}
+
+/// Builds the page as users get it (release) and the simulator, then runs the
+/// benchmark `scripts` against them.
+fn page_bench(root: &std::path::Path, scripts: &[&str]) -> Result<()> {
+    let env = setup::ensure(Needs {
+        browser: true,
+        node: true,
+        engines: true,
+    })?;
+    let mut trunk = env.wasm_command("trunk");
+    trunk.current_dir(root).args([
+        "build",
+        "--release",
+        "--dist",
+        BENCH_DIST,
+        "--public-url",
+        "./",
+    ]);
+    exec(&mut trunk)?;
+    crate::csp::apply(&root.join(BENCH_DIST))?;
+    exec(Command::new("cargo").current_dir(root).args([
+        "build",
+        "--locked",
+        "--release",
+        "-p",
+        "tokenmeter-sim",
+    ]))?;
+    // Node 20 and 21 have WebSocket (for the load benchmark's bare DevTools client)
+    // only behind a flag; from 22 it is always there.
+    let node_major = Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let version = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            version
+                .trim_start_matches('v')
+                .split('.')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let node_flags: &[&str] = if node_major < 22 {
+        &["--experimental-websocket"]
+    } else {
+        &[]
+    };
+    for script in scripts {
+        exec(
+            Command::new("node")
+                .current_dir(root)
+                .args(node_flags)
+                .arg(script)
+                .env("TOKENMETER_DIST", root.join(BENCH_DIST))
+                .envs(env.browser_vars())
+                .env(
+                    "TOKENMETER_SIM_BIN",
+                    root.join("target/release/tokenmeter-sim"),
+                ),
+        )?;
+    }
+    Ok(())
 }

@@ -38,7 +38,8 @@ pub fn release_build() -> Result<()> {
         trunk
             .current_dir(project_root())
             .args(["build", "--release", "--public-url", "./"]);
-        exec(&mut trunk)
+        exec(&mut trunk)?;
+        crate::csp::apply(&project_root().join("dist"))
     })?;
     println!("\ndist/ is ready: copy it to any static host, at its root or under a sub-path");
     Ok(())

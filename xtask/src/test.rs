@@ -120,7 +120,9 @@ pub fn run(args: &[String]) -> Result<()> {
         trunk
             .current_dir(&root)
             .args(["build", "--dist", E2E_DIST, "--public-url", "./"]);
-        exec(&mut trunk)
+        exec(&mut trunk)?;
+        // The specs run the page under its Content-Security-Policy, as users get it.
+        crate::csp::apply(&root.join(E2E_DIST))
     })?;
     step("end-to-end specs (Playwright in headless Chromium)", || {
         let mut specs: Vec<_> = fs::read_dir(root.join("e2e/specs"))?

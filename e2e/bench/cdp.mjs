@@ -1,0 +1,101 @@
+// Headless Chromium driven over the DevTools protocol with nothing but `Page` and
+// `Runtime`, for the load benchmark. Playwright (and ChromeDriver) enable the
+// `Network` domain on every page and worker, which makes the browser send an event
+// per body chunk to the driver: at 64 streams that is thousands of messages a
+// second, on the same two cores as the page being measured. Users have no driver
+// attached; neither does this. (Node 20 needs `--experimental-websocket`.)
+import { spawn } from 'node:child_process';
+import { CHROMIUM_ARGS } from '../lib/browser.mjs';
+
+export async function launchBare(extraArgs = []) {
+  const child = spawn(
+    process.env.TOKENMETER_CHROMIUM ?? '/usr/bin/chromium',
+    [...CHROMIUM_ARGS, '--remote-debugging-port=0', ...extraArgs, 'about:blank'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const browserWs = await new Promise((resolve, reject) => {
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`Chromium did not start: ${err}`)), 30_000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/DevTools listening on (ws:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  const port = new URL(browserWs).port;
+  return {
+    /** A fresh tab at `url`, as a page with `evaluate(expression)`. */
+    async newPage(url) {
+      const target = await (await fetch(`http://127.0.0.1:${port}/json/new?about:blank`, { method: 'PUT' })).json();
+      const page = await connect(target.webSocketDebuggerUrl);
+      await page.send('Page.enable');
+      const loaded = page.once('Page.loadEventFired');
+      await page.send('Page.navigate', { url });
+      await loaded;
+      page.close = async () => {
+        page.socket.close();
+        await fetch(`http://127.0.0.1:${port}/json/close/${target.id}`).catch(() => {});
+      };
+      return page;
+    },
+    close() {
+      child.kill();
+    },
+  };
+}
+
+async function connect(wsUrl) {
+  const socket = new WebSocket(wsUrl);
+  await new Promise((resolve, reject) => {
+    socket.onopen = resolve;
+    socket.onerror = reject;
+  });
+  let nextId = 1;
+  const pending = new Map();
+  const waiters = new Map();
+  socket.onmessage = ({ data }) => {
+    const message = JSON.parse(data);
+    if (message.id && pending.has(message.id)) {
+      const { resolve, reject } = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.error) reject(new Error(message.error.message));
+      else resolve(message.result);
+    } else if (message.method && waiters.has(message.method)) {
+      waiters.get(message.method)(message.params);
+      waiters.delete(message.method);
+    }
+  };
+  const page = {
+    socket,
+    send(method, params = {}) {
+      const id = nextId++;
+      socket.send(JSON.stringify({ id, method, params }));
+      return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+    },
+    once(method) {
+      return new Promise((resolve) => waiters.set(method, resolve));
+    },
+    /** The value of `expression` (a promise is awaited), as JSON. */
+    async evaluate(expression) {
+      const { result, exceptionDetails } = await page.send('Runtime.evaluate', {
+        expression,
+        awaitPromise: true,
+        returnByValue: true,
+      });
+      if (exceptionDetails) throw new Error(exceptionDetails.exception?.description ?? exceptionDetails.text);
+      return result.value;
+    },
+    /** Polls `expression` every `everyMs` until it is truthy. */
+    async waitFor(expression, timeoutMs, everyMs = 250) {
+      const deadline = Date.now() + timeoutMs;
+      while (!(await page.evaluate(expression))) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${expression}`);
+        await new Promise((r) => setTimeout(r, everyMs));
+      }
+    },
+  };
+  return page;
+}

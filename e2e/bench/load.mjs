@@ -1,0 +1,186 @@
+// `cargo xtask bench load`: is the tool ever the bottleneck? Levels of 1 to 256
+// streams over HTTP/2 and 1 to 6 over HTTP/1.1, several waves each, measured by
+// tokenmeter's page and, in the same session against the same simulator, by a
+// minimal baseline page (fetch + ReadableStream on the page thread, no framework:
+// what the browser itself allows on this machine). Every request is paired with
+// what the simulator wrote for it (its truth record, by response id). Prints
+// figures; asserts nothing. The browser is driven without Playwright (see cdp.mjs):
+// a driver's per-chunk network events would cost more than the page measured.
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { serveStatic } from '../lib/static-server.mjs';
+import { startSim } from '../lib/sim.mjs';
+import { launchBare } from './cdp.mjs';
+import { quantile } from './quantile.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? 100);
+const WAVES = Number(process.env.TOKENMETER_BENCH_WAVES ?? 4);
+const H2_LEVELS = (process.env.TOKENMETER_BENCH_H2 ?? '1,16,64,128,256').split(',').filter(Boolean).map(Number);
+const H1_LEVELS = (process.env.TOKENMETER_BENCH_H1 ?? '1,2,4,6').split(',').filter(Boolean).map(Number);
+
+const f = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%` : '–');
+
+/** Paired figures of records `{ sent, first, times, n, id, requestStart? }` (ms) against the truth. */
+function figures(records, truth) {
+  const pairs = records.map((r) => [r, truth.get(r.id)]).filter(([r, t]) => t && r.times.length);
+  const truthTtft = (t) => (t.tokens[0].written_us - t.accepted_us) / 1e3;
+  const written = (t) => t.tokens.map((k) => k.written_us / 1e3);
+  const delta = pairs.map(([r, t]) => r.first - r.sent - truthTtft(t));
+  const afterSend = pairs
+    .filter(([r]) => Number.isFinite(r.requestStart))
+    .map(([r, t]) => r.first - r.requestStart - truthTtft(t));
+  const waits = pairs.filter(([r]) => Number.isFinite(r.requestStart)).map(([r]) => r.requestStart - r.sent);
+  // TPOT as each side ends it: the page at its end of stream, the truth at its last token.
+  const tpotError = pairs
+    .filter(([r, t]) => t.tokens.length > 1)
+    .map(([r, t]) => {
+      const w = written(t);
+      const truthTpot = (w.at(-1) - w[0]) / (w.length - 1);
+      return ((r.end ?? r.times.at(-1)) - r.first) / (r.n - 1) / truthTpot - 1;
+    });
+  const gaps = (times) => times.slice(1).map((x, i) => x - times[i]);
+  const itl = pairs.flatMap(([r]) => gaps(r.times));
+  const truthItl = pairs.flatMap(([, t]) => gaps(written(t)));
+  return {
+    n: pairs.length,
+    exact: pairs.filter(([r, t]) => r.n === t.tokens.length).length,
+    d50: quantile(delta, 0.5),
+    d95: quantile(delta, 0.95),
+    after50: quantile(afterSend, 0.5),
+    after95: quantile(afterSend, 0.95),
+    wait50: quantile(waits, 0.5),
+    tpot: quantile(tpotError, 0.5),
+    itl50: quantile(itl, 0.5) - quantile(truthItl, 0.5),
+    itl99: quantile(itl, 0.99) - quantile(truthItl, 0.99),
+  };
+}
+
+async function truthOf(sim) {
+  const truth = await sim.truth();
+  await fetch(`${sim.baseUrl}/sim/truth`, { method: 'DELETE' }).catch(() => {});
+  return { byId: new Map(truth.requests.map((t) => [t.response_id, t])), lateness: truth.lateness };
+}
+
+/** One level in tokenmeter's page: its own run, warm-up included. */
+async function tokenmeterLevel(browser, site, sim, concurrency) {
+  const page = await browser.newPage(site.url);
+  await page.waitFor(`!!document.querySelector('[data-testid="run"]')`, 30_000);
+  const fields = {
+    'base-url': sim.baseUrl,
+    levels: String(concurrency),
+    'requests-per-level': String(Math.max(8, WAVES * concurrency)),
+    'max-tokens': String(MAX_TOKENS),
+    warmup: '2',
+  };
+  await page.evaluate(`(() => {
+    for (const [id, value] of Object.entries(${JSON.stringify(fields)})) {
+      const input = document.querySelector('[data-testid="' + id + '"]');
+      input.value = value;
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+    document.querySelector('[data-testid="run"]').click();
+  })()`);
+  await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 900_000, 500);
+  // The JSON export, caught as the Blob it downloads.
+  const json = await page.evaluate(`(async () => {
+    let blob;
+    const create = URL.createObjectURL;
+    URL.createObjectURL = (b) => { blob = b; return create.call(URL, b); };
+    const click = HTMLAnchorElement.prototype.click;
+    HTMLAnchorElement.prototype.click = function () {};
+    document.querySelector('[data-testid="export-json"]').click();
+    URL.createObjectURL = create;
+    HTMLAnchorElement.prototype.click = click;
+    return await blob.text();
+  })()`);
+  const doc = JSON.parse(json);
+  await page.close();
+  const { byId, lateness } = await truthOf(sim);
+  const records = doc.records
+    .filter((r) => !r.warmup && !r.error)
+    .map((r) => ({
+      id: r.response_id,
+      sent: r.sent_us / 1e3,
+      first: r.first_token_us / 1e3,
+      end: r.end_us / 1e3,
+      times: r.token_times_us.map((t) => t / 1e3),
+      n: r.n_out,
+      requestStart: r.browser?.request_start_us != null ? r.browser.request_start_us / 1e3 : undefined,
+    }));
+  const load = doc.environment.engine_load?.[0];
+  return {
+    ...figures(records, byId),
+    lateness,
+    lag: load ? `${f(load.lag_max_ms, 0)}@${f(load.lag_max_at_ms / 1e3, 1)}s/${f(load.lag_p95_ms, 0)}` : '–',
+    busy: load ? `${f((100 * load.busy_ms) / load.wall_ms, 0)}%` : '–',
+    notes: doc.environment.notes.filter((n) => !n.startsWith('timer resolution')),
+    distorted: doc.levels[0]?.distorted?.by,
+  };
+}
+
+/** The same level in the baseline page. */
+async function baselineLevel(browser, baseline, sim, concurrency) {
+  const page = await browser.newPage(`${baseline.url}index.html`);
+  const url = `${sim.baseUrl}/chat/completions`;
+  const body = JSON.stringify({
+    model: 'tokenmeter-sim',
+    messages: [{ role: 'user', content: 'Write a long story about a lighthouse keeper.' }],
+    max_tokens: MAX_TOKENS,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  const headers = { 'content-type': 'application/json', authorization: 'Bearer tokenmeter' };
+  const call = (c, n) => `window.runLevel(${JSON.stringify(url)}, ${JSON.stringify(body)}, ${JSON.stringify(headers)}, ${c}, ${n})`;
+  await page.evaluate(call(1, 2));
+  await truthOf(sim);
+  const records = await page.evaluate(call(concurrency, Math.max(8, WAVES * concurrency)));
+  await page.close();
+  const { byId } = await truthOf(sim);
+  return figures(
+    records.filter((r) => !r.error).map((r) => ({ ...r, first: r.times[0] })),
+    byId,
+  );
+}
+
+function header(label) {
+  console.log(`\n${label}: ${MAX_TOKENS} tokens per request, ${WAVES} waves per level; Δ = page − written (paired, ms)`);
+  console.log(
+    [
+      'streams', 'ΔTTFT p50', 'p95', 'base p50', 'p95', 'ratio', 'after send p50', 'p95', 'wait p50',
+      'TPOT err', 'base', 'ITL Δp50', 'Δp99', 'tokens', 'sim late p99', 'lag max@when/p95', 'busy',
+    ].join(' | '),
+  );
+}
+
+function row(concurrency, tm, base) {
+  console.log(
+    [
+      concurrency, f(tm.d50), f(tm.d95), f(base.d50), f(base.d95), f(tm.d50 / base.d50, 2),
+      f(tm.after50), f(tm.after95), f(tm.wait50), pct(tm.tpot), pct(base.tpot), f(tm.itl50, 2), f(tm.itl99, 2),
+      `${tm.exact}/${tm.n}`, `${f(tm.lateness.p99_us / 1e3)} ms`, tm.lag, tm.busy,
+    ].join(' | ') + (tm.distorted ? ` (flagged: ${tm.distorted})` : ''),
+  );
+  for (const note of tm.notes) console.log(`    note: ${note}`);
+}
+
+const site = await serveStatic(process.env.TOKENMETER_DIST, '/');
+const baseline = await serveStatic(join(here, 'baseline'), '/');
+const browser = await launchBare(['--ignore-certificate-errors']);
+// A server that is never the bottleneck: no extra cost per sequence in a step.
+const SIM = ['--max-batch', '1024', '--decode-per-seq-ms', '0'];
+try {
+  const tls = await startSim(['--tls', ...SIM]);
+  header('HTTP/2 (https://, self-signed)');
+  for (const c of H2_LEVELS) row(c, await tokenmeterLevel(browser, site, tls, c), await baselineLevel(browser, baseline, tls, c));
+  tls.close();
+  const plain = await startSim(SIM);
+  header('HTTP/1.1 (plain http://)');
+  for (const c of H1_LEVELS) row(c, await tokenmeterLevel(browser, site, plain, c), await baselineLevel(browser, baseline, plain, c));
+  plain.close();
+} finally {
+  browser.close();
+  await site.close();
+  await baseline.close();
+}
