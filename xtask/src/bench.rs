@@ -49,11 +49,15 @@ pub fn run(args: &[String]) -> Result<()> {
                 page_bench(&root, &["e2e/bench/accuracy.mjs", "e2e/bench/engines.mjs"])
             },
         ),
+        Some("memory") => step(
+            "bench memory: a run of 10,000 requests, kept, reloaded, exported, and its peak memory",
+            || page_bench(&root, &["e2e/bench/memory.mjs"]),
+        ),
         Some("load") => step(
             "bench load: 1 to 256 streams, tokenmeter against a baseline page and the truth",
             || page_bench(&root, &["e2e/bench/load.mjs"]),
         ),
-        _ => Err("usage: cargo xtask bench core|sim|accuracy|load".into()),
+        _ => Err("usage: cargo xtask bench core|sim|accuracy|load|memory".into()),
     }
 }
 
