@@ -88,6 +88,31 @@ async function connect(wsUrl) {
       if (exceptionDetails) throw new Error(exceptionDetails.exception?.description ?? exceptionDetails.text);
       return result.value;
     },
+    /** Fills tokenmeter's plan fields (`data-testid` → value) and clicks Run. */
+    async startRun(fields) {
+      await page.evaluate(`(() => {
+        for (const [id, value] of Object.entries(${JSON.stringify(fields)})) {
+          const input = document.querySelector('[data-testid="' + id + '"]');
+          input.value = value;
+          input.dispatchEvent(new Event('input', { bubbles: true }));
+        }
+        document.querySelector('[data-testid="run"]').click();
+      })()`);
+    },
+    /** tokenmeter's JSON export, caught as the Blob it would download. */
+    exportJson() {
+      return page.evaluate(`(async () => {
+        let blob;
+        const create = URL.createObjectURL;
+        URL.createObjectURL = (b) => { blob = b; return create.call(URL, b); };
+        const click = HTMLAnchorElement.prototype.click;
+        HTMLAnchorElement.prototype.click = function () {};
+        document.querySelector('[data-testid="export-json"]').click();
+        URL.createObjectURL = create;
+        HTMLAnchorElement.prototype.click = click;
+        return await blob.text();
+      })()`);
+    },
     /** Polls `expression` every `everyMs` until it is truthy. */
     async waitFor(expression, timeoutMs, everyMs = 250) {
       const deadline = Date.now() + timeoutMs;

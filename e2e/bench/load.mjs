@@ -74,27 +74,9 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
     'max-tokens': String(MAX_TOKENS),
     warmup: '2',
   };
-  await page.evaluate(`(() => {
-    for (const [id, value] of Object.entries(${JSON.stringify(fields)})) {
-      const input = document.querySelector('[data-testid="' + id + '"]');
-      input.value = value;
-      input.dispatchEvent(new Event('input', { bubbles: true }));
-    }
-    document.querySelector('[data-testid="run"]').click();
-  })()`);
+  await page.startRun(fields);
   await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 900_000, 500);
-  // The JSON export, caught as the Blob it downloads.
-  const json = await page.evaluate(`(async () => {
-    let blob;
-    const create = URL.createObjectURL;
-    URL.createObjectURL = (b) => { blob = b; return create.call(URL, b); };
-    const click = HTMLAnchorElement.prototype.click;
-    HTMLAnchorElement.prototype.click = function () {};
-    document.querySelector('[data-testid="export-json"]').click();
-    URL.createObjectURL = create;
-    HTMLAnchorElement.prototype.click = click;
-    return await blob.text();
-  })()`);
+  const json = await page.exportJson();
   const doc = JSON.parse(json);
   await page.close();
   const { byId, lateness } = await truthOf(sim);

@@ -43,14 +43,7 @@ try {
     warmup: '2',
   };
   const started = Date.now();
-  await page.evaluate(`(() => {
-    for (const [id, value] of Object.entries(${JSON.stringify(fields)})) {
-      const input = document.querySelector('[data-testid="' + id + '"]');
-      input.value = value;
-      input.dispatchEvent(new Event('input', { bubbles: true }));
-    }
-    document.querySelector('[data-testid="run"]').click();
-  })()`);
+  await page.startRun(fields);
   let peakDuring = 0;
   const sampler = setInterval(() => {
     peakDuring = Math.max(peakDuring, ...renderers().map((r) => r.nowMiB));
@@ -64,22 +57,12 @@ try {
     storageNote: document.querySelector('[data-testid="history-storage-note"]')?.textContent ?? null,
   })`);
   const exportStarted = Date.now();
-  const exported = await page.evaluate(`(async () => {
-    let blob;
-    const create = URL.createObjectURL;
-    URL.createObjectURL = (b) => { blob = b; return create.call(URL, b); };
-    const click = HTMLAnchorElement.prototype.click;
-    HTMLAnchorElement.prototype.click = function () {};
-    document.querySelector('[data-testid="export-json"]').click();
-    URL.createObjectURL = create;
-    HTMLAnchorElement.prototype.click = click;
-    const text = await blob.text();
-    const doc = JSON.parse(text);
-    return { bytes: text.length, records: doc.records.length, ok: doc.levels[0].n_ok };
-  })()`);
+  const text = await page.exportJson();
+  const doc = JSON.parse(text);
+  const exported = { bytes: text.length, records: doc.records.length, ok: doc.levels[0].n_ok };
   const exportSeconds = (Date.now() - exportStarted) / 1e3;
   await page.send('Page.reload');
-  await page.waitFor(`document.querySelectorAll('[data-testid="history-row"]').length > 0`, 60_000);
+  await page.waitFor(`!!document.querySelector('[data-testid="history-view"]') && !!document.querySelector('[data-testid="status"]')`, 60_000);
   const afterReload = await page.evaluate(`(() => {
     document.querySelector('[data-testid="history-view"]').click();
     return new Promise((resolve) => setTimeout(() => resolve({
