@@ -7,8 +7,9 @@
 use std::{rc::Rc, time::Duration};
 
 use tokenmeter_core::{
+    condition::RunCondition,
     error::ErrorKind,
-    plan::{arrival_offsets_ms, LoadMode, Plan},
+    plan::{arrival_offsets_ms, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
     stream::request_body,
@@ -150,11 +151,19 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             index,
         };
         match &plan.load {
-            LoadMode::Ladder { .. } => level.closed_loop(concurrency, Some(n_planned), None).await,
+            LoadMode::Ladder { .. } => {
+                level.closed_loop(concurrency, n_planned, None).await;
+            }
             LoadMode::Duration { seconds, .. } => {
-                level
-                    .closed_loop(concurrency, None, Some(seconds * 1e3))
-                    .await
+                let n_sent = level
+                    .closed_loop(concurrency, MAX_REQUESTS_PER_RUN, Some(seconds * 1e3))
+                    .await;
+                if n_sent >= MAX_REQUESTS_PER_RUN {
+                    conditions.push(RunCondition::RequestCapReached {
+                        concurrency,
+                        limit: MAX_REQUESTS_PER_RUN,
+                    });
+                }
             }
             LoadMode::Arrivals {
                 rate_rps,

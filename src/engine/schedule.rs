@@ -31,13 +31,9 @@ pub struct Level<'a> {
 
 impl Level<'_> {
     /// `concurrency` lanes, each sending its next request when its previous one
-    /// ended, until `limit` requests were sent or `duration_ms` passed.
-    pub async fn closed_loop(
-        &self,
-        concurrency: u32,
-        limit: Option<u32>,
-        duration_ms: Option<f64>,
-    ) {
+    /// ended, until `limit` requests were sent or `duration_ms` passed. Returns
+    /// how many were sent.
+    pub async fn closed_loop(&self, concurrency: u32, limit: u32, duration_ms: Option<f64>) -> u32 {
         let clock = &self.shared.clock;
         let n_sent = Cell::new(0u32);
         let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
@@ -54,7 +50,7 @@ impl Level<'_> {
                 }
                 first = false;
                 if self.cancel.is_cancelled()
-                    || limit.is_some_and(|n| n_sent.get() >= n)
+                    || n_sent.get() >= limit
                     || deadline_ms.is_some_and(|d| clock.now_ms() >= d)
                 {
                     break;
@@ -75,6 +71,7 @@ impl Level<'_> {
             }
         });
         join_all(lanes).await;
+        n_sent.get()
     }
 
     /// Requests that arrive at `offsets_ms` after now, whatever the server's speed.

@@ -89,6 +89,9 @@ pub enum RunCondition {
     /// The run as kept in the browser's history lost its per-request records (too
     /// large for the browser's storage); the summaries, verdict and notes stay.
     RecordsNotKept { n_records: u64 },
+    /// A level bounded by time sent as many requests as one run may hold
+    /// ([`crate::plan::MAX_REQUESTS_PER_RUN`]) and stopped before its time was up.
+    RequestCapReached { concurrency: u32, limit: u32 },
 }
 
 /// Why requests got no response (see [`RunCondition::NoResponse`]).
@@ -233,6 +236,13 @@ impl RunCondition {
                     format!("kept in history without its {n_records} per-request records (too large for this browser's storage); the summaries, verdict and notes are whole; export the JSON when a run ends to keep everything")
                 }
             }
+            RunCondition::RequestCapReached { concurrency, limit } => {
+                if zh {
+                    format!("并发 {concurrency}：已发出单次运行可保存的最多 {limit} 个请求，在设定时长结束前停止；要测更久，请拆成几次较短的运行")
+                } else {
+                    format!("concurrency {concurrency} sent {limit} requests, the most one run holds, and stopped before its duration was up; to measure longer, split the test into several shorter runs")
+                }
+            }
             RunCondition::CoarseTimer { resolution_us } => {
                 if zh {
                     format!("计时器精度为 {resolution_us:.0} µs：以跨源隔离（COOP + COEP）方式提供本页面可达到 5 µs")
@@ -268,14 +278,14 @@ fn no_response_text(n: u64, cause: NoResponseCause, origin: &str, zh: bool) -> S
     match (cause, zh) {
         (NoResponseCause::MixedContent, false) => format!("{n} requests got no response: this page is served over https:// and the endpoint is plain http://, which browsers block (mixed content); serve the endpoint over HTTPS, or open this page over http:// (e.g. `cargo xtask serve` on your own machine)"),
         (NoResponseCause::MixedContent, true) => format!("{n} 个请求没有得到响应：本页面通过 https:// 提供，而端点是明文 http://，浏览器会拦截（混合内容）；请让端点使用 HTTPS，或通过 http:// 打开本页面（例如在本机运行 `cargo xtask serve`）"),
-        (NoResponseCause::Cors, false) => format!("{n} requests got no response this page may read: the server answers (a request without CORS reached it), but does not allow this page's origin, {origin}. Allow it on the server: vLLM `--allowed-origins '[\"{origin}\"]'`; Ollama `OLLAMA_ORIGINS={origin}`; llama.cpp `llama-server --cors-origins {origin}`; nginx in front: `add_header Access-Control-Allow-Origin {origin} always;` and `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`, with OPTIONS answered 204; Caddy: `header Access-Control-Allow-Origin {origin}` and `header Access-Control-Allow-Headers \"authorization, content-type\"`. Any server: answer the OPTIONS preflight, allow the Authorization (or api-key) and Content-Type headers, and send Access-Control-Allow-Origin on every response, errors and the stream included"),
-        (NoResponseCause::Cors, true) => format!("{n} 个请求没有得到本页面可读取的响应：服务端有应答（不带 CORS 的请求能到达），但没有允许本页面的源 {origin}。请在服务端允许它：vLLM `--allowed-origins '[\"{origin}\"]'`；Ollama `OLLAMA_ORIGINS={origin}`；llama.cpp `llama-server --cors-origins {origin}`；前面有 nginx：`add_header Access-Control-Allow-Origin {origin} always;` 和 `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`，并对 OPTIONS 返回 204；Caddy：`header Access-Control-Allow-Origin {origin}` 和 `header Access-Control-Allow-Headers \"authorization, content-type\"`。任何服务端都要：应答 OPTIONS 预检，允许 Authorization（或 api-key）和 Content-Type 请求头，并在每个响应（包括错误和流）上发送 Access-Control-Allow-Origin"),
+        (NoResponseCause::Cors, false) => format!("{n} requests got no response this page may read: the server answers (a request without CORS reached it), but does not allow this page's origin, {origin}. Allow it on the server: vLLM `--allowed-origins '[\"{origin}\"]'`; Ollama `OLLAMA_ORIGINS={origin}`; llama.cpp `llama-server --cors-origins {origin}`; LiteLLM `LITELLM_CORS_ORIGINS={origin}` (it allows every origin when that is unset); nginx in front: `add_header Access-Control-Allow-Origin {origin} always;` and `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`, with OPTIONS answered 204; Caddy: `header Access-Control-Allow-Origin {origin}` and `header Access-Control-Allow-Headers \"authorization, content-type\"`. Any server: answer the OPTIONS preflight, allow the Authorization (or api-key) and Content-Type headers, and send Access-Control-Allow-Origin on every response, errors and the stream included"),
+        (NoResponseCause::Cors, true) => format!("{n} 个请求没有得到本页面可读取的响应：服务端有应答（不带 CORS 的请求能到达），但没有允许本页面的源 {origin}。请在服务端允许它：vLLM `--allowed-origins '[\"{origin}\"]'`；Ollama `OLLAMA_ORIGINS={origin}`；llama.cpp `llama-server --cors-origins {origin}`；LiteLLM `LITELLM_CORS_ORIGINS={origin}`（不设置时它允许所有源）；前面有 nginx：`add_header Access-Control-Allow-Origin {origin} always;` 和 `add_header Access-Control-Allow-Headers \"authorization, content-type\" always;`，并对 OPTIONS 返回 204；Caddy：`header Access-Control-Allow-Origin {origin}` 和 `header Access-Control-Allow-Headers \"authorization, content-type\"`。任何服务端都要：应答 OPTIONS 预检，允许 Authorization（或 api-key）和 Content-Type 请求头，并在每个响应（包括错误和流）上发送 Access-Control-Allow-Origin"),
         (NoResponseCause::CorsPreflight, false) => format!("{n} requests got no response: the server allows this page's origin ({origin}) for a plain GET (/models was readable), but not these requests: its CORS preflight (OPTIONS) refused them, or it dropped the connection; have it answer OPTIONS with 204 and `Access-Control-Allow-Headers: authorization, content-type` (and `api-key` if the key goes in that header), and look at its log for dropped connections"),
         (NoResponseCause::CorsPreflight, true) => format!("{n} 个请求没有得到响应：服务端对普通 GET 允许本页面的源（{origin}）（/models 可以读取），却不允许这些请求：它的 CORS 预检（OPTIONS）拒绝了它们，或者它断开了连接；请让它对 OPTIONS 返回 204 并带上 `Access-Control-Allow-Headers: authorization, content-type`（密钥放在 api-key 头时还要加上 `api-key`），并查看它的日志里是否有断开的连接"),
         (NoResponseCause::Unreachable, false) => format!("{n} requests got no response: the host did not answer at all, not even a request without CORS; check the base URL, that the server runs and listens on that address and port, any firewall between, and for https:// a certificate this browser trusts (open the base URL in a tab once to see)"),
         (NoResponseCause::Unreachable, true) => format!("{n} 个请求没有得到响应：主机完全没有应答，连不带 CORS 的请求也没有；请检查 Base URL、服务是否在该地址和端口上运行、中间的防火墙，以及 https:// 时浏览器是否信任其证书（在新标签页打开一次 Base URL 即可看到）"),
-        (NoResponseCause::CorsOrUnreachable, false) => format!("{n} requests got no response: either the server does not allow this page's origin ({origin}) by CORS, or it is not reachable; this page is cross-origin isolated, so it cannot probe which. Open the base URL's /models in a tab: if it answers, allow the origin on the server (vLLM `--allowed-origins`, Ollama `OLLAMA_ORIGINS`, llama.cpp `--cors-origins`, or Access-Control-Allow-Origin in the proxy in front)"),
-        (NoResponseCause::CorsOrUnreachable, true) => format!("{n} 个请求没有得到响应：要么服务端没有通过 CORS 允许本页面的源（{origin}），要么无法连接；本页面是跨源隔离的，无法探测是哪一种。请在新标签页打开 Base URL 的 /models：如果有应答，就在服务端允许这个源（vLLM `--allowed-origins`、Ollama `OLLAMA_ORIGINS`、llama.cpp `--cors-origins`，或前面代理的 Access-Control-Allow-Origin）"),
+        (NoResponseCause::CorsOrUnreachable, false) => format!("{n} requests got no response: either the server does not allow this page's origin ({origin}) by CORS, or it is not reachable; this page is cross-origin isolated, so it cannot probe which. Open the base URL's /models in a tab: if it answers, allow the origin on the server (vLLM `--allowed-origins`, Ollama `OLLAMA_ORIGINS`, llama.cpp `--cors-origins`, LiteLLM `LITELLM_CORS_ORIGINS`, or Access-Control-Allow-Origin in the proxy in front)"),
+        (NoResponseCause::CorsOrUnreachable, true) => format!("{n} 个请求没有得到响应：要么服务端没有通过 CORS 允许本页面的源（{origin}），要么无法连接；本页面是跨源隔离的，无法探测是哪一种。请在新标签页打开 Base URL 的 /models：如果有应答，就在服务端允许这个源（vLLM `--allowed-origins`、Ollama `OLLAMA_ORIGINS`、llama.cpp `--cors-origins`、LiteLLM `LITELLM_CORS_ORIGINS`，或前面代理的 Access-Control-Allow-Origin）"),
     }
 }
 
@@ -471,6 +481,10 @@ mod tests {
             RunCondition::CoarseTimer {
                 resolution_us: 100.0,
             },
+            RunCondition::RequestCapReached {
+                concurrency: 16,
+                limit: 100_000,
+            },
         ];
         let en: Vec<String> = all.iter().map(|c| c.text(Lang::En)).collect();
         assert_eq!(
@@ -481,6 +495,7 @@ mod tests {
                 "open loop: the page was hidden for 1.3 s of this level; browsers throttle hidden tabs, so its timings may be late",
                 "concurrency 64: the engine's own event loop ran up to 86 ms late, so the browser itself was saturated: part of what this level measured is the tool, not the server",
                 "timer resolution is 100 µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs",
+                "concurrency 16 sent 100000 requests, the most one run holds, and stopped before its duration was up; to measure longer, split the test into several shorter runs",
             ]
         );
         assert_eq!(notes(&all), en);
@@ -494,6 +509,7 @@ mod tests {
         assert!(zh[2].starts_with("开环："));
         assert!(zh[3].contains("86 ms"));
         assert!(zh[4].contains("100 µs"));
+        assert!(zh[5].starts_with("并发 16：") && zh[5].contains("100000"));
         for text in &zh {
             assert!(
                 text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
@@ -627,6 +643,7 @@ mod tests {
             "{en}"
         );
         assert!(en.contains("OLLAMA_ORIGINS=https://tm.example"));
+        assert!(en.contains("LITELLM_CORS_ORIGINS=https://tm.example"));
         assert!(en.contains("llama-server --cors-origins https://tm.example"));
         assert!(cors
             .text(Lang::Zh)

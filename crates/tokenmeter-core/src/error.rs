@@ -48,12 +48,15 @@ pub enum ErrorKind {
     MalformedJson,
     /// One line or event larger than the parser's limit.
     EventTooLarge,
+    /// The answer went past the most tokenmeter reads of one response (events or
+    /// bytes): a server that ignores `max_tokens`, or never ends its stream.
+    ResponseTooLarge,
     /// The user cancelled the run while the request was in flight (not the server's fault).
     Cancelled,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Auth,
         ErrorKind::NotFound,
         ErrorKind::RateLimited,
@@ -68,6 +71,7 @@ impl ErrorKind {
         ErrorKind::StreamErrorEvent,
         ErrorKind::MalformedJson,
         ErrorKind::EventTooLarge,
+        ErrorKind::ResponseTooLarge,
         ErrorKind::Cancelled,
     ];
 
@@ -88,6 +92,7 @@ impl ErrorKind {
             ErrorKind::StreamErrorEvent => "stream_error_event",
             ErrorKind::MalformedJson => "malformed_json",
             ErrorKind::EventTooLarge => "event_too_large",
+            ErrorKind::ResponseTooLarge => "response_too_large",
             ErrorKind::Cancelled => "cancelled",
         }
     }
@@ -121,6 +126,7 @@ impl ErrorKind {
             ErrorKind::StreamErrorEvent => ("Error inside the stream", "流中返回错误"),
             ErrorKind::MalformedJson => ("Malformed JSON event", "事件 JSON 格式错误"),
             ErrorKind::EventTooLarge => ("Event too large", "事件过大"),
+            ErrorKind::ResponseTooLarge => ("Response too long", "响应过长"),
             ErrorKind::Cancelled => ("Cancelled by you", "已被你取消"),
         };
         match lang {
@@ -187,6 +193,10 @@ impl ErrorKind {
             ErrorKind::EventTooLarge => (
                 "One event exceeded the size limit: if that is legitimate, raise the limit in the advanced settings.",
                 "单个事件超过大小上限：如果这是正常的，在高级设置里调大上限。",
+            ),
+            ErrorKind::ResponseTooLarge => (
+                "The answer went past the most tokenmeter reads of one response, and it stopped reading there: the server may ignore max_tokens or never end its stream. Check that max_tokens is honoured (vLLM: --max-model-len; a gateway may drop the field).",
+                "回答超过了 tokenmeter 单个响应读取的上限，已在此处停止读取：服务端可能忽略了 max_tokens，或者流永不结束。检查 max_tokens 是否生效（vLLM 看 --max-model-len；网关可能丢掉了这个字段）。",
             ),
             ErrorKind::Cancelled => (
                 "You cancelled the run; everything measured before that is kept.",

@@ -29,6 +29,11 @@ pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 pub const MAX_PROMPT_TOKENS: u32 = 131_072;
 /// The most requests in one level (or arrivals in one run): every record is kept.
 pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
+/// The most measured requests one run sends: every request is a record the page
+/// holds, keeps and exports. A run bounded by time stops at it (and says so).
+pub const MAX_REQUESTS_PER_RUN: u32 = 100_000;
+/// The most warm-up requests (sent one after another before the first level).
+pub const MAX_WARMUP_REQUESTS: u32 = 100;
 
 /// Latency limits: the verdict's SLO and the goodput's per-request test.
 ///
@@ -283,6 +288,11 @@ impl Plan {
                 ));
             }
         }
+        if self.warmup_requests > MAX_WARMUP_REQUESTS {
+            problems.push(format!(
+                "warm-up requests can be at most {MAX_WARMUP_REQUESTS}"
+            ));
+        }
         let too_many = |n: u32| n > MAX_REQUESTS_PER_LEVEL;
         match &self.load {
             LoadMode::Ladder {
@@ -298,9 +308,14 @@ impl Plan {
                 if *requests_per_level == 0 {
                     problems.push("requests per level must be at least 1".into());
                 }
+                let n_run = levels.len() as u64 * u64::from(*requests_per_level);
                 if too_many(*requests_per_level) {
                     problems.push(format!(
                         "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}"
+                    ));
+                } else if n_run > u64::from(MAX_REQUESTS_PER_RUN) {
+                    problems.push(format!(
+                        "this ladder sends {n_run} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: use fewer levels or fewer requests per level"
                     ));
                 }
             }
@@ -778,6 +793,32 @@ mod tests {
             .unwrap_err()
             .iter()
             .any(|p| p.contains("requests per level")));
+        // Each level within bounds, the run as a whole not.
+        plan.load = LoadMode::Ladder {
+            levels: vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+            requests_per_level: 10_000,
+        };
+        let problems = plan.validate().unwrap_err();
+        assert!(
+            problems.iter().any(|p| p.contains("sends 110000 requests")),
+            "{problems:?}"
+        );
+        plan.load = LoadMode::Ladder {
+            levels: vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+            requests_per_level: 10_000,
+        };
+        plan.warmup_requests = MAX_WARMUP_REQUESTS;
+        assert_eq!(
+            plan.validate().unwrap_err().len(),
+            2,
+            "the timeout and the prompt only"
+        );
+        plan.warmup_requests = 4_000_000_000;
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("warm-up requests can be at most")));
     }
 
     #[test]

@@ -230,10 +230,33 @@ impl RequestRecord {
     }
 }
 
+/// The most one response is read for: a server that ignores `max_tokens`, or never
+/// ends its stream, would otherwise grow a record (8 bytes a token) until the
+/// timeout, at every concurrency at once. Beyond either limit reading stops and the
+/// request fails as [`ErrorKind::ResponseTooLarge`], saying which limit it met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseLimits {
+    /// Data events (each token's chunk is one): 524,288 is four times the longest
+    /// answers served today.
+    pub max_events: u64,
+    /// Body bytes.
+    pub max_bytes: u64,
+}
+
+impl Default for ResponseLimits {
+    fn default() -> Self {
+        ResponseLimits {
+            max_events: 1 << 19,
+            max_bytes: 1 << 27,
+        }
+    }
+}
+
 /// Options of a [`RecordBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordOptions {
     pub sse_limits: SseLimits,
+    pub response_limits: ResponseLimits,
     /// Keep the answer text in the record (for display and exactness checks).
     pub keep_text: bool,
 }
@@ -243,6 +266,7 @@ pub struct RecordOptions {
 pub struct RecordBuilder {
     start: RequestStart,
     keep_text: bool,
+    limits: ResponseLimits,
     parser: SseParser,
     scratch: Vec<SseEvent>,
     status: Option<u16>,
@@ -272,6 +296,7 @@ impl RecordBuilder {
         RecordBuilder {
             start,
             keep_text: options.keep_text,
+            limits: options.response_limits,
             parser: SseParser::new(options.sse_limits),
             scratch: Vec::new(),
             status: None,
@@ -337,6 +362,13 @@ impl RecordBuilder {
                 .extend_from_slice(&chunk[..chunk.len().min(room)]);
         }
         if self.error.is_some() || !self.status_is_success() {
+            return;
+        }
+        if self.n_bytes > self.limits.max_bytes && !self.is_complete() {
+            self.fail_too_large(format!(
+                "the response went past {} bytes; tokenmeter stopped reading it there",
+                self.limits.max_bytes
+            ));
             return;
         }
         let mut events = std::mem::take(&mut self.scratch);
@@ -502,9 +534,25 @@ impl RecordBuilder {
         }
     }
 
+    fn fail_too_large(&mut self, detail: String) {
+        self.error.get_or_insert(RequestError {
+            kind: ErrorKind::ResponseTooLarge,
+            detail,
+            body_sample: None,
+            retry_after_s: None,
+        });
+    }
+
     fn take_events(&mut self, events: &mut Vec<SseEvent>) {
         for event in events.drain(..) {
             if self.saw_done || self.error.is_some() {
+                continue;
+            }
+            if self.n_data_events == self.limits.max_events && !self.is_complete() {
+                self.fail_too_large(format!(
+                    "the response went past {} events; tokenmeter stopped reading it there",
+                    self.limits.max_events
+                ));
                 continue;
             }
             self.n_data_events += 1;
@@ -912,13 +960,75 @@ mod tests {
                     max_line_bytes: 64,
                     max_event_bytes: 64,
                 },
-                keep_text: false,
+                ..RecordOptions::default()
             },
         );
         b.on_headers(200, Some("text/event-stream"), None, 1_000);
         b.on_bytes(content(&"x".repeat(100)).as_bytes(), 2_000);
         let r = b.finish(StreamEnd::Complete, 3_000);
         assert_eq!(r.error.unwrap().kind, ErrorKind::EventTooLarge);
+    }
+
+    fn limited(max_events: u64, max_bytes: u64) -> RecordBuilder {
+        let mut b = RecordBuilder::new(
+            START,
+            RecordOptions {
+                response_limits: ResponseLimits {
+                    max_events,
+                    max_bytes,
+                },
+                ..RecordOptions::default()
+            },
+        );
+        b.on_headers(200, Some("text/event-stream"), None, 1_000);
+        b
+    }
+
+    #[test]
+    fn a_response_past_the_event_limit_stops_being_read() {
+        let mut b = limited(3, u64::MAX);
+        for (i, text) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            b.on_bytes(content(text).as_bytes(), 2_000 + i as u64 * 1_000);
+        }
+        assert!(b.has_stream_error(), "the engine stops reading here");
+        let r = b.finish(StreamEnd::Complete, 9_000);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::ResponseTooLarge);
+        assert!(err.detail.contains("3 events"), "{}", err.detail);
+        assert_eq!(
+            r.token_times_us,
+            [2_000, 3_000, 4_000],
+            "what came before the cut is kept"
+        );
+
+        // At the limit and not past it: an ordinary answer.
+        let mut b = limited(4, u64::MAX);
+        b.on_bytes(
+            format!("{}{}{FINISH}{DONE}", content("a"), content("b")).as_bytes(),
+            2_000,
+        );
+        assert!(b.finish(StreamEnd::Complete, 3_000).is_ok());
+    }
+
+    #[test]
+    fn a_response_past_the_byte_limit_stops_being_read() {
+        let one = content("a");
+        let mut b = limited(u64::MAX, 2 * one.len() as u64);
+        b.on_bytes(one.as_bytes(), 2_000);
+        b.on_bytes(one.as_bytes(), 3_000);
+        assert!(!b.has_stream_error(), "at the limit, not past it");
+        b.on_bytes(one.as_bytes(), 4_000);
+        let r = b.finish(StreamEnd::Complete, 5_000);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::ResponseTooLarge);
+        assert!(err.detail.contains("bytes"), "{}", err.detail);
+        assert_eq!(r.n_token_events, 2);
+
+        // Bytes after the stream said it was over change nothing.
+        let mut b = limited(u64::MAX, (DONE.len() + one.len()) as u64);
+        b.on_bytes(format!("{one}{DONE}").as_bytes(), 2_000);
+        b.on_bytes(b"\n\n\n", 3_000);
+        assert!(b.finish(StreamEnd::Complete, 4_000).is_ok());
     }
 
     #[test]
