@@ -129,11 +129,14 @@ for (const engine of selectedEngines()) {
         assert.ok(text && text.length > 20, `${id} offered a file`);
         assert.ok(!text.includes(key), `${id} holds no key`);
       }
+      const runId = JSON.parse(await app.exportText('export-json')).run_id;
       await app.click('share-link');
       const link = await app.driver.executeScript(() => document.querySelector('[data-testid="share-url"]').value);
       assert.ok(link.includes('#plan=') && !link.includes(key), 'the link holds the plan, not the key');
-      assert.ok(!(await app.localStorageText()).includes(key), 'nothing stored the key');
-      const runId = JSON.parse(await app.exportText('export-json')).run_id;
+      // The run is written to storage in the background: wait for it there.
+      let stored = '';
+      await app.driver.wait(async () => (stored = await app.storedText()).includes(runId), 10_000, 'the run is stored');
+      assert.ok(!stored.includes(key), 'nothing stored the key');
       await app.reload();
       const ids = await app.driver.executeScript(() =>
         [...document.querySelectorAll('[data-testid="history-row"]')].map((r) => r.dataset.runId),

@@ -31,13 +31,18 @@ export class EnginePage {
 
   async open(url) {
     await this.driver.get(url);
-    await this.driver.wait(until.elementLocated(css('app-title')), 60_000);
-    await this.driver.executeScript(CAPTURE_DOWNLOADS);
+    await this.mounted();
   }
 
   async reload() {
     await this.driver.navigate().refresh();
+    await this.mounted();
+  }
+
+  /** The app is up and has read the runs it kept. */
+  async mounted() {
     await this.driver.wait(until.elementLocated(css('app-title')), 60_000);
+    await this.driver.wait(until.elementLocated(By.css('[data-testid="history"][data-state="ready"]')), 60_000);
     await this.driver.executeScript(CAPTURE_DOWNLOADS);
   }
 
@@ -112,8 +117,20 @@ export class EnginePage {
   }
 
   /** Everything this origin keeps in local storage, as one string. */
-  async localStorageText() {
-    return this.driver.executeScript(() => JSON.stringify({ ...localStorage }));
+  /** Everything the page stored: local storage, and the runs in IndexedDB. */
+  async storedText() {
+    return this.driver.executeAsyncScript((done) => {
+      const local = JSON.stringify({ ...localStorage });
+      const open = indexedDB.open('tokenmeter');
+      open.onerror = () => done(`${local} (IndexedDB: ${open.error})`);
+      open.onsuccess = () => {
+        const db = open.result;
+        if (!db.objectStoreNames.contains('runs')) return done(local);
+        const all = db.transaction('runs').objectStore('runs').getAll();
+        all.onsuccess = () => done(local + JSON.stringify(all.result));
+        all.onerror = () => done(`${local} (IndexedDB: ${all.error})`);
+      };
+    });
   }
 
   /** The engine's user agent, as the page sees it. */

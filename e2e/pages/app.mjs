@@ -16,10 +16,57 @@ export class AppPage {
     return this.page.locator(`[data-testid="${id}"]`);
   }
 
-  /** Opens the page and waits for the wasm app to mount. */
+  /** Opens the page and waits for the wasm app to mount and read its history. */
   async open(url) {
     await this.page.goto(url);
     await this.byTestId('app-title').waitFor({ timeout: 30_000 });
+    await this.historyReady();
+  }
+
+  /** Reloads the page, as `open` does. */
+  async reload() {
+    await this.page.reload();
+    await this.byTestId('app-title').waitFor({ timeout: 30_000 });
+    await this.historyReady();
+  }
+
+  /** Waits until the runs kept in this browser were read from storage. */
+  async historyReady() {
+    await this.page.locator('[data-testid="history"][data-state="ready"]').waitFor({ timeout: 30_000 });
+  }
+
+  /**
+   * The runs the page stored (IndexedDB `tokenmeter`, store `runs`), as
+   * `{run_id, kept_at, json}`; empty when the page never opened its database.
+   */
+  storedRuns() {
+    return this.page.evaluate(async () => {
+      const names = (await indexedDB.databases()).map((d) => d.name);
+      if (!names.includes('tokenmeter')) return [];
+      return await new Promise((resolve, reject) => {
+        const open = indexedDB.open('tokenmeter');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const all = db.transaction('runs').objectStore('runs').getAll();
+          all.onsuccess = () => {
+            db.close();
+            resolve(all.result);
+          };
+          all.onerror = () => reject(all.error);
+        };
+      });
+    });
+  }
+
+  /** Waits (5 s at most) until `n` runs are stored (they are written in the background). */
+  async waitForStoredRuns(n) {
+    let rows = await this.storedRuns();
+    for (let i = 0; i < 50 && rows.length !== n; i++) {
+      await this.page.waitForTimeout(100);
+      rows = await this.storedRuns();
+    }
+    return rows;
   }
 
   title() {

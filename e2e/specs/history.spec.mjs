@@ -40,8 +40,7 @@ test('runs are kept, compared, viewed, deleted and imported', async () => {
   await app.screenshot(screenshotPath('history-compare.png'));
 
   // Kept across a reload; a kept run can be viewed again.
-  await page.reload();
-  await app.byTestId('app-title').waitFor();
+  await app.reload();
   assert.deepEqual(await historyIds(page), ids);
   await page.locator(`[data-testid="history-row"][data-run-id="${first}"] [data-testid="history-view"]`).click();
   await app.byTestId('results-table').waitFor();
@@ -66,22 +65,16 @@ test('runs are kept, compared, viewed, deleted and imported', async () => {
   await context.close();
 });
 
-test('a full storage never erases kept runs: it says what it could not keep', async () => {
+/** Waits until `n` runs are stored; their ids, newest first. */
+const storedIds = async (app, n) =>
+  (await app.waitForStoredRuns(n)).sort((a, b) => b.kept_at - a.kept_at).map((r) => r.run_id);
+
+test('runs are stored apart from local storage, whole: a full local storage changes nothing', async () => {
   const context = await suite.browser.newContext();
   const page = await context.newPage();
   const app = new AppPage(page);
   await app.open(suite.site.url);
-  const runOnce = async () => {
-    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 16, warmup: 0 });
-    await app.run();
-    await app.waitForStatus('done');
-    await page.waitForTimeout(5); // distinct run ids
-  };
-  await runOnce();
-  await runOnce();
-  const before = await historyIds(page);
-  assert.equal(before.length, 2);
-  // Fill the rest of this origin's storage, as other pages of the same site would.
+  // Fill this origin's local storage, as other pages of the same site would.
   await page.evaluate(() => {
     let lo = 0;
     let hi = 12 * 1024 * 1024;
@@ -96,17 +89,96 @@ test('a full storage never erases kept runs: it says what it could not keep', as
     }
     localStorage.setItem('other-data', 'x'.repeat(lo));
   });
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 3, 'max-tokens': 16, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('done');
+  const [id] = await historyIds(page);
+  assert.deepEqual(await storedIds(app, 1), [id]);
+  await app.reload();
+  assert.deepEqual(await historyIds(page), [id]);
+  assert.equal(await app.byTestId('history-storage-note').count(), 0, 'nothing to say');
+  await app.byTestId('history-view').click();
+  const kept = await app.exportJson();
+  assert.equal(kept.run_id, id);
+  assert.equal(kept.records.length, 6, 'every request is kept');
+  assert.ok(kept.records.every((r) => r.token_times_us.length === 0), 'without per-token times');
+  await context.close();
+});
+
+test('a run that cannot be stored is shown and said; runs stored before are never erased', async () => {
+  const context = await suite.browser.newContext();
+  // A full disk, when the test says so: IndexedDB refuses writes as browsers do.
+  await context.addInitScript(() => {
+    const put = IDBObjectStore.prototype.put;
+    IDBObjectStore.prototype.put = function (...args) {
+      if (globalThis.diskFull) throw new DOMException('the quota has been exceeded', 'QuotaExceededError');
+      return put.apply(this, args);
+    };
+  });
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  const runOnce = async () => {
+    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 16, warmup: 0 });
+    await app.run();
+    await app.waitForStatus('done');
+    await page.waitForTimeout(5); // distinct run ids
+  };
+  await runOnce();
+  await runOnce();
+  const before = await historyIds(page);
+  assert.deepEqual(await storedIds(app, 2), before);
+  await page.evaluate(() => {
+    globalThis.diskFull = true;
+  });
   await runOnce();
   const after = await historyIds(page);
   assert.equal(after.length, 3, 'the page keeps every run');
   assert.deepEqual(after.slice(1), before, 'the older runs are still there');
-  assert.match(await app.byTestId('history-storage-note').textContent(), /storage|stored/);
-  // Reloaded: storage holds the newest runs, oldest left out first (how many fit
-  // depends on each run's size, which its notes about this machine change).
-  await page.reload();
-  await app.byTestId('app-title').waitFor();
-  const stored = await historyIds(page);
-  assert.ok(stored.length >= 1, 'the newest run is stored');
-  assert.deepEqual(stored, after.slice(0, stored.length), `newest first, oldest left out: ${stored}`);
+  await app.byTestId('history-storage-note').waitFor();
+  assert.match(
+    await app.byTestId('history-storage-note').textContent(),
+    /a run could not be stored \(QuotaExceededError: the quota has been exceeded\).*runs stored before are kept; export it/,
+  );
+  // Deleting still works while the disk is full; reloaded, storage holds the rest.
+  await page.locator(`[data-testid="history-row"][data-run-id="${before[1]}"] [data-testid="history-delete"]`).click();
+  assert.deepEqual(await storedIds(app, 1), [before[0]]);
+  await app.reload();
+  assert.deepEqual(await historyIds(page), [before[0]]);
+  await context.close();
+});
+
+test('runs kept in local storage by an earlier version move into IndexedDB', async () => {
+  const context = await suite.browser.newContext();
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('done');
+  const document = await app.exportJson();
+  const older = { ...document, run_id: `${document.run_id}-older` };
+  // As 0.1 kept them: one local storage item, a JSON array, newest first.
+  await page.evaluate(
+    ([docs]) => {
+      localStorage.setItem('tokenmeter.history.v1', JSON.stringify(docs));
+      return new Promise((resolve) => {
+        const open = indexedDB.open('tokenmeter');
+        open.onsuccess = () => {
+          const tx = open.result.transaction('runs', 'readwrite');
+          tx.objectStore('runs').clear();
+          tx.oncomplete = () => {
+            open.result.close();
+            resolve();
+          };
+        };
+      });
+    },
+    [[document, older]],
+  );
+  await app.reload();
+  assert.deepEqual(await historyIds(page), [document.run_id, older.run_id], 'both, in their order');
+  assert.deepEqual(await storedIds(app, 2), [document.run_id, older.run_id]);
+  assert.equal(await page.evaluate(() => localStorage.getItem('tokenmeter.history.v1')), null, 'moved, not copied');
   await context.close();
 });

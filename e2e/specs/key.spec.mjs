@@ -16,16 +16,14 @@ test('the key is remembered only when asked, and never exported', async () => {
   await app.fillPlan({ 'base-url': suite.sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
 
   // Not ticked: a reload forgets it.
-  await page.reload();
-  await app.byTestId('app-title').waitFor();
+  await app.reload();
   assert.equal(await app.byTestId('api-key').inputValue(), '');
   assert.equal(await page.evaluate(() => localStorage.length), 0);
 
   // Ticked: it survives a reload, and runs use it.
   await app.fillPlan({ 'base-url': suite.sim.baseUrl, 'api-key': 'sk-remember-me', levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
   await app.byTestId('remember-key').check();
-  await page.reload();
-  await app.byTestId('app-title').waitFor();
+  await app.reload();
   await page.waitForFunction(() => document.querySelector('[data-testid="api-key"]').value === 'sk-remember-me');
   assert.equal(await app.byTestId('remember-key').isChecked(), true);
   await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 1, 'max-tokens': 4, warmup: 0 });
@@ -65,7 +63,10 @@ test('a server that echoes the key in an error body never gets it into the page,
     assert.equal(group.kind, 'bad_request');
     assert.match(group.sample, /authorization: Bearer \[redacted\]/, 'the echo is shown, the key is not');
     assert.ok(!(await page.content()).includes(key), 'the page holds no key');
-    assert.ok(!(await page.evaluate(() => JSON.stringify({ ...localStorage }))).includes(key), 'history holds no key');
+    assert.ok(!(await page.evaluate(() => JSON.stringify({ ...localStorage }))).includes(key), 'local storage holds no key');
+    const stored = await app.waitForStoredRuns(1);
+    assert.equal(stored.length, 1, 'the run is stored');
+    assert.ok(!JSON.stringify(stored).includes(key), 'history holds no key');
     for (const id of ['export-json', 'export-requests-csv', 'export-md']) {
       const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId(id).click()]);
       assert.ok(!(await readFile(await download.path(), 'utf8')).includes(key), `${id} holds no key`);

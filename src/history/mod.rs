@@ -2,38 +2,47 @@
 //! next run can be compared with it; exported documents import back.
 //!
 //! - this module: [`History`], the kept runs and the baseline (a run id), and
-//!   their storage;
+//!   the order in which they are written;
+//! - [`store`]: IndexedDB, one record per run;
 //! - [`panel`]: the list, with view, compare, delete and import;
 //! - [`compare`]: a run against the baseline, level by level.
 //!
-//! Runs are stored in local storage as run documents without the per-token arrival
-//! times (the figures, the verdict and every request's timeline stay), so that many
-//! runs fit in the browser's few megabytes; a run still over 1 MB loses its
-//! per-request records, and says so. The full document is the JSON export. When
-//! storage is full, the oldest runs leave storage first, never the newest; and the
-//! list on the page loses nothing until it is reloaded. The panel says what did not
-//! fit.
+//! Runs are stored as run documents without the per-token arrival times and answer
+//! texts (the figures, the verdict and every request's timeline stay); a run still
+//! over 16 MiB loses its per-request records, and says so. The full document is the
+//! JSON export. Storage is written one run at a time, in the order the page asked,
+//! by one task: a failed write (a full disk) loses only that run's copy in storage,
+//! never a run stored before, and the list on the page loses nothing until it is
+//! reloaded. The panel says what could not be stored.
 
 mod compare;
 mod panel;
+mod store;
 
 use std::sync::Arc;
 
+use futures_channel::mpsc;
+use futures_util::StreamExt;
 use leptos::prelude::*;
 use tokenmeter_core::report::RunDocument;
-use wasm_bindgen::JsCast;
 
 pub use compare::comparison;
 pub use panel::HistoryPanel;
+use store::RunStore;
 
-const HISTORY_STORAGE: &str = "tokenmeter.history.v1";
 /// The most runs kept.
 const MAX_RUNS: usize = 50;
 
 /// The largest a run may be in storage, as JSON: beyond it the run is kept without
-/// its per-request records (see `RunDocument::for_history`). Browsers give a page
-/// about 5 MB of local storage.
-const RUN_CAP_BYTES: usize = 1 << 20;
+/// its per-request records (see `RunDocument::for_history`). Every kept run is read
+/// into the page when it opens, so this bounds the page's memory too.
+const RUN_CAP_BYTES: usize = 16 << 20;
+
+/// A change to storage, applied in order by the storage task.
+enum Write {
+    Put { run_id: String, json: String },
+    Delete(Vec<String>),
+}
 
 /// The kept runs, newest first, and the one the shown run is compared with.
 #[derive(Clone, Copy)]
@@ -41,50 +50,158 @@ pub struct History {
     pub runs: RwSignal<Vec<Arc<RunDocument>>>,
     /// The run id of the baseline, when one is chosen.
     pub baseline: RwSignal<Option<String>>,
-    /// What the last store could not keep, for the panel.
+    /// What storage could not do, for the panel.
     pub storage_note: RwSignal<Option<String>>,
+    /// True once the stored runs were read (or could not be).
+    pub loaded: RwSignal<bool>,
+    writes: StoredValue<mpsc::UnboundedSender<Write>>,
 }
 
 impl History {
-    /// The runs kept in this browser.
+    /// The runs kept in this browser: read in the background (`loaded` says when),
+    /// while the page already keeps new ones.
     pub fn load() -> History {
-        History {
-            runs: RwSignal::new(load()),
+        let (writes, pending) = mpsc::unbounded();
+        let history = History {
+            runs: RwSignal::new(Vec::new()),
             baseline: RwSignal::new(None),
             storage_note: RwSignal::new(None),
+            loaded: RwSignal::new(false),
+            writes: StoredValue::new(writes),
+        };
+        wasm_bindgen_futures::spawn_local(history.keep_stored(pending));
+        history
+    }
+
+    /// The storage task: opens the database, moves runs from local storage into it,
+    /// reads the kept runs, then applies the page's writes one by one.
+    async fn keep_stored(self, mut pending: mpsc::UnboundedReceiver<Write>) {
+        let store = match RunStore::open().await {
+            Ok(store) => store,
+            Err(error) => {
+                self.storage_note.set(Some(format!(
+                    "runs cannot be stored in this browser ({error}): they are shown until the page is reloaded; export the ones to keep"
+                )));
+                self.loaded.set(true);
+                while pending.next().await.is_some() {}
+                return;
+            }
+        };
+        self.move_legacy_runs(&store).await;
+        match store.all().await {
+            Ok(rows) => self.add_stored(rows, &store).await,
+            Err(error) => self.storage_note.set(Some(format!(
+                "the kept runs could not be read ({error}); new runs are still stored"
+            ))),
+        }
+        self.loaded.set(true);
+        while let Some(write) = pending.next().await {
+            let outcome = match &write {
+                Write::Put { run_id, json } => store.put(run_id, js_sys::Date::now(), json).await,
+                Write::Delete(run_ids) => store.delete(run_ids).await,
+            };
+            // A note stays until the page is reloaded: a later write that works
+            // does not store what an earlier one could not.
+            if let Err(error) = outcome {
+                self.storage_note.set(Some(match write {
+                    Write::Put { .. } => format!(
+                        "a run could not be stored ({error}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it"
+                    ),
+                    Write::Delete(_) => format!(
+                        "a deleted run could not be removed from storage ({error}): it may come back when the page is reloaded"
+                    ),
+                }));
+            }
         }
     }
 
-    /// Keeps a run (replacing one with the same id) and stores the list.
-    pub fn keep(&self, document: &RunDocument) {
-        let kept = Arc::new(document.for_history(RUN_CAP_BYTES));
-        self.runs.update(|runs| {
-            runs.retain(|r| r.run_id != document.run_id);
-            runs.insert(0, kept);
-            runs.truncate(MAX_RUNS);
-        });
-        self.store();
+    /// Runs an earlier tokenmeter kept in local storage move into the database (in
+    /// their order), and leave local storage once all are there.
+    async fn move_legacy_runs(&self, store: &RunStore) {
+        let legacy = store::legacy_runs();
+        let now = js_sys::Date::now();
+        let mut moved = true;
+        for (age, json) in legacy.iter().enumerate() {
+            let Ok(document) = RunDocument::from_json(json) else {
+                continue;
+            };
+            if let Err(error) = store.put(&document.run_id, now - age as f64, json).await {
+                self.storage_note.set(Some(format!(
+                    "the runs kept by an earlier version could not be moved ({error}); they stay where they were"
+                )));
+                moved = false;
+                break;
+            }
+        }
+        if moved && !legacy.is_empty() {
+            store::forget_legacy();
+        }
     }
 
-    /// Removes a run (and the baseline, if it was the one) and stores the list.
+    /// Stored runs join the list after the ones kept meanwhile, newest first; those
+    /// beyond [`MAX_RUNS`] leave storage.
+    async fn add_stored(&self, mut rows: Vec<store::StoredRun>, store: &RunStore) {
+        rows.sort_by(|a, b| b.kept_at.total_cmp(&a.kept_at));
+        let stored: Vec<Arc<RunDocument>> = rows
+            .iter()
+            .filter_map(|row| RunDocument::from_json(&row.json).ok())
+            .map(Arc::new)
+            .collect();
+        let mut dropped = Vec::new();
+        self.runs.update(|runs| {
+            for document in stored {
+                if !runs.iter().any(|r| r.run_id == document.run_id) {
+                    runs.push(document);
+                }
+            }
+            dropped = runs
+                .iter()
+                .skip(MAX_RUNS)
+                .map(|r| r.run_id.clone())
+                .collect();
+            runs.truncate(MAX_RUNS);
+        });
+        if !dropped.is_empty() {
+            let _ = store.delete(&dropped).await;
+        }
+    }
+
+    /// Keeps a run (replacing one with the same id) and stores it.
+    pub fn keep(&self, document: &RunDocument) {
+        let kept = document.for_history(RUN_CAP_BYTES);
+        let json = serde_json::to_string(&kept).expect("a run document always serialises");
+        let mut dropped = Vec::new();
+        self.runs.update(|runs| {
+            runs.retain(|r| r.run_id != document.run_id);
+            runs.insert(0, Arc::new(kept));
+            dropped = runs
+                .iter()
+                .skip(MAX_RUNS)
+                .map(|r| r.run_id.clone())
+                .collect();
+            runs.truncate(MAX_RUNS);
+        });
+        self.write(Write::Put {
+            run_id: document.run_id.clone(),
+            json,
+        });
+        if !dropped.is_empty() {
+            self.write(Write::Delete(dropped));
+        }
+    }
+
+    /// Removes a run (and the baseline, if it was the one) from the list and storage.
     pub fn remove(&self, run_id: &str) {
         self.runs.update(|runs| runs.retain(|r| r.run_id != run_id));
-        self.store();
+        self.write(Write::Delete(vec![run_id.to_owned()]));
         if self.is_baseline(run_id) {
             self.baseline.set(None);
         }
     }
 
-    fn store(&self) {
-        let stored = self.runs.with_untracked(|runs| store(runs));
-        self.storage_note.set(match stored {
-            Stored::All => None,
-            Stored::Without(n) => Some(format!(
-                "this browser's storage is full: the {n} oldest runs are shown until the page is reloaded, but no longer stored; export the ones to keep"
-            )),
-            Stored::Unchanged(error) => Some(format!(
-                "the newest run could not be stored ({error}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it"
-            )),
+    fn write(&self, write: Write) {
+        self.writes.with_value(|writes| {
+            let _ = writes.unbounded_send(write);
         });
     }
 
@@ -109,62 +226,4 @@ impl History {
         self.runs
             .with(|runs| runs.iter().find(|r| r.run_id == id).cloned())
     }
-}
-
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
-}
-
-/// The kept runs, newest first. A damaged store reads as empty rather than failing.
-fn load() -> Vec<Arc<RunDocument>> {
-    storage()
-        .and_then(|s| s.get_item(HISTORY_STORAGE).ok().flatten())
-        .and_then(|json| serde_json::from_str::<Vec<serde_json::Value>>(&json).ok())
-        .map(|values| {
-            values
-                .into_iter()
-                .filter_map(|v| RunDocument::from_json(&v.to_string()).ok())
-                .map(Arc::new)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// How a store went, for the history panel.
-enum Stored {
-    All,
-    /// The oldest runs no longer fit and were left out of storage (they stay on
-    /// the page until it is reloaded).
-    Without(usize),
-    /// Not even the newest run fits: storage keeps what it had.
-    Unchanged(String),
-}
-
-/// Writes the list. When it does not fit, the oldest runs are left out of storage
-/// one by one, never the newest; if even that one does not fit, storage keeps what
-/// it had. The list in memory is never touched: no kept run vanishes from the page.
-fn store(runs: &[Arc<RunDocument>]) -> Stored {
-    let Some(storage) = storage() else {
-        return Stored::Unchanged("this browser gives the page no local storage".into());
-    };
-    let mut error = String::new();
-    for n in (1..=runs.len()).rev() {
-        let documents: Vec<&RunDocument> = runs[..n].iter().map(Arc::as_ref).collect();
-        let json = serde_json::to_string(&documents).expect("documents serialise");
-        match storage.set_item(HISTORY_STORAGE, &json) {
-            Ok(()) if n == runs.len() => return Stored::All,
-            Ok(()) => return Stored::Without(runs.len() - n),
-            Err(err) => {
-                error = err
-                    .dyn_ref::<js_sys::Error>()
-                    .map(|e| String::from(e.message()))
-                    .unwrap_or_else(|| format!("{err:?}"));
-            }
-        }
-    }
-    if runs.is_empty() {
-        let _ = storage.remove_item(HISTORY_STORAGE);
-        return Stored::All;
-    }
-    Stored::Unchanged(error)
 }

@@ -21,7 +21,12 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
         Err(problem) => import_error.set(Some(problem)),
     };
     view! {
-        <section class="panel history" data-testid="history" aria-labelledby="history-title">
+        <section
+            class="panel history"
+            data-testid="history"
+            data-state=move || if history.loaded.get() { "ready" } else { "loading" }
+            aria-labelledby="history-title"
+        >
             <h2 id="history-title">"History"</h2>
             <Show
                 when=move || history.runs.with(|runs| !runs.is_empty())

@@ -1,0 +1,210 @@
+//! Where kept runs live: one IndexedDB record per run, so that a run is written
+//! (or deleted) alone, and a run of many thousand requests fits (local storage gives
+//! a page about 5 MB in all; IndexedDB a share of the disk).
+//!
+//! Each record is `{run_id, kept_at, json}`: the document as JSON (parsed by
+//! `RunDocument::from_json`, which reads every earlier schema) and when it was kept
+//! (ms since the epoch), which orders the list. Runs kept by tokenmeter before it
+//! used IndexedDB, in local storage, move here on the first load.
+
+use std::{cell::RefCell, rc::Rc};
+
+use futures_channel::oneshot;
+use wasm_bindgen::{closure::Closure, JsCast, JsValue};
+use web_sys::{
+    Event, EventTarget, IdbDatabase, IdbObjectStoreParameters, IdbRequest, IdbTransaction,
+    IdbTransactionMode,
+};
+
+const DB_NAME: &str = "tokenmeter";
+const DB_VERSION: u32 = 1;
+const RUNS: &str = "runs";
+/// Where runs were kept before (a JSON array of documents, newest first).
+const LEGACY_STORAGE: &str = "tokenmeter.history.v1";
+
+/// One kept run as stored.
+pub struct StoredRun {
+    pub kept_at: f64,
+    pub json: String,
+}
+
+/// The open database.
+#[derive(Clone)]
+pub struct RunStore(IdbDatabase);
+
+impl RunStore {
+    /// Opens (creating on first use) the database.
+    pub async fn open() -> Result<RunStore, String> {
+        let factory = web_sys::window()
+            .and_then(|w| w.indexed_db().ok().flatten())
+            .ok_or_else(|| "this browser gives the page no IndexedDB".to_owned())?;
+        let request = factory
+            .open_with_u32(DB_NAME, DB_VERSION)
+            .map_err(js_text)?;
+        let on_upgrade = Closure::<dyn FnMut(Event)>::new({
+            let request = request.clone();
+            move |_| {
+                let Ok(db) = request.result() else { return };
+                let db: IdbDatabase = db.unchecked_into();
+                if !db.object_store_names().contains(RUNS) {
+                    let params = IdbObjectStoreParameters::new();
+                    params.set_key_path(&JsValue::from_str("run_id"));
+                    let _ = db.create_object_store_with_optional_parameters(RUNS, &params);
+                }
+            }
+        });
+        request.set_onupgradeneeded(Some(on_upgrade.as_ref().unchecked_ref()));
+        let opened = settled(&request, "success", &["error", "blocked"]).await;
+        request.set_onupgradeneeded(None);
+        drop(on_upgrade);
+        if !opened {
+            return Err(request_error(&request));
+        }
+        let db: IdbDatabase = request.result().map_err(js_text)?.unchecked_into();
+        Ok(RunStore(db))
+    }
+
+    /// Every kept run, in no particular order.
+    pub async fn all(&self) -> Result<Vec<StoredRun>, String> {
+        let store = self
+            .0
+            .transaction_with_str(RUNS)
+            .and_then(|tx| tx.object_store(RUNS))
+            .map_err(js_text)?;
+        let request = store.get_all().map_err(js_text)?;
+        if !settled(&request, "success", &["error"]).await {
+            return Err(request_error(&request));
+        }
+        let rows: js_sys::Array = request.result().map_err(js_text)?.unchecked_into();
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let json = js_sys::Reflect::get(&row, &"json".into())
+                    .ok()?
+                    .as_string()?;
+                let kept_at = js_sys::Reflect::get(&row, &"kept_at".into())
+                    .ok()
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
+                Some(StoredRun { kept_at, json })
+            })
+            .collect())
+    }
+
+    /// Writes one run (replacing one with the same id); done when it is durable.
+    pub async fn put(&self, run_id: &str, kept_at: f64, json: &str) -> Result<(), String> {
+        let row = js_sys::Object::new();
+        for (key, value) in [
+            ("run_id", JsValue::from_str(run_id)),
+            ("kept_at", JsValue::from_f64(kept_at)),
+            ("json", JsValue::from_str(json)),
+        ] {
+            js_sys::Reflect::set(&row, &key.into(), &value).map_err(js_text)?;
+        }
+        self.write(|store| store.put(&row).map(drop)).await
+    }
+
+    /// Deletes runs by id.
+    pub async fn delete(&self, run_ids: &[String]) -> Result<(), String> {
+        self.write(|store| {
+            run_ids
+                .iter()
+                .try_for_each(|id| store.delete(&JsValue::from_str(id)).map(drop))
+        })
+        .await
+    }
+
+    /// One read-write transaction, awaited to its end: a full disk shows as the
+    /// transaction's abort (`QuotaExceededError`), not as the request's.
+    async fn write(
+        &self,
+        body: impl FnOnce(&web_sys::IdbObjectStore) -> Result<(), JsValue>,
+    ) -> Result<(), String> {
+        let tx = self
+            .0
+            .transaction_with_str_and_mode(RUNS, IdbTransactionMode::Readwrite)
+            .map_err(js_text)?;
+        let store = tx.object_store(RUNS).map_err(js_text)?;
+        if let Err(err) = body(&store) {
+            let _ = tx.abort();
+            return Err(js_text(err));
+        }
+        if settled(&tx, "complete", &["abort", "error"]).await {
+            Ok(())
+        } else {
+            Err(transaction_error(&tx))
+        }
+    }
+}
+
+/// Runs kept in local storage by an earlier tokenmeter, as JSON documents, newest
+/// first; `forget_legacy` removes them once they are stored anew.
+pub fn legacy_runs() -> Vec<String> {
+    local_storage()
+        .and_then(|s| s.get_item(LEGACY_STORAGE).ok().flatten())
+        .and_then(|json| serde_json::from_str::<Vec<serde_json::Value>>(&json).ok())
+        .map(|values| values.iter().map(ToString::to_string).collect())
+        .unwrap_or_default()
+}
+
+pub fn forget_legacy() {
+    if let Some(storage) = local_storage() {
+        let _ = storage.remove_item(LEGACY_STORAGE);
+    }
+}
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// Waits for `target` to fire `success` (true) or one of `failures` (false).
+async fn settled(target: &EventTarget, success: &str, failures: &[&str]) -> bool {
+    let (tell, told) = oneshot::channel::<bool>();
+    let tell = Rc::new(RefCell::new(Some(tell)));
+    let listener = |outcome: bool| {
+        let tell = tell.clone();
+        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
+            if let Some(tell) = tell.borrow_mut().take() {
+                let _ = tell.send(outcome);
+            }
+        })
+    };
+    let on_success = listener(true);
+    let on_failure = listener(false);
+    let _ = target.add_event_listener_with_callback(success, on_success.as_ref().unchecked_ref());
+    for name in failures {
+        let _ = target.add_event_listener_with_callback(name, on_failure.as_ref().unchecked_ref());
+    }
+    let outcome = told.await.unwrap_or(false);
+    let _ =
+        target.remove_event_listener_with_callback(success, on_success.as_ref().unchecked_ref());
+    for name in failures {
+        let _ =
+            target.remove_event_listener_with_callback(name, on_failure.as_ref().unchecked_ref());
+    }
+    outcome
+}
+
+fn request_error(request: &IdbRequest) -> String {
+    match request.error() {
+        Ok(Some(err)) => format!("{}: {}", err.name(), err.message()),
+        _ => "the browser refused IndexedDB (a private window may)".into(),
+    }
+}
+
+fn transaction_error(tx: &IdbTransaction) -> String {
+    match tx.error() {
+        Some(err) => format!("{}: {}", err.name(), err.message()),
+        None => "the write was aborted".into(),
+    }
+}
+
+/// A thrown JavaScript value as text (a `DOMException`'s name and message).
+fn js_text(err: JsValue) -> String {
+    if let Some(dom) = err.dyn_ref::<web_sys::DomException>() {
+        return format!("{}: {}", dom.name(), dom.message());
+    }
+    err.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .unwrap_or_else(|| format!("{err:?}"))
+}
