@@ -27,11 +27,15 @@ export async function launchBare(extraArgs = []) {
   });
   const port = new URL(browserWs).port;
   return {
-    /** A fresh tab at `url`, as a page with `evaluate(expression)`. */
-    async newPage(url) {
+    /**
+     * A fresh tab at `url`, as a page with `evaluate(expression)`; with
+     * `countWasm`, the WebAssembly memories it instantiates are counted.
+     */
+    async newPage(url, { countWasm = false } = {}) {
       const target = await (await fetch(`http://127.0.0.1:${port}/json/new?about:blank`, { method: 'PUT' })).json();
       const page = await connect(target.webSocketDebuggerUrl);
       await page.send('Page.enable');
+      if (countWasm) await page.send('Page.addScriptToEvaluateOnNewDocument', { source: COUNT_WASM_MEMORY });
       const loaded = page.once('Page.loadEventFired');
       await page.send('Page.navigate', { url });
       await loaded;
@@ -46,6 +50,24 @@ export async function launchBare(extraArgs = []) {
     },
   };
 }
+
+/** Keeps every WebAssembly memory the context instantiates, to measure it. */
+const COUNT_WASM_MEMORY = `(() => {
+  const memories = (globalThis.__wasmMemories = []);
+  const keep = (result) => {
+    for (const value of Object.values((result.instance ?? result).exports)) {
+      if (value instanceof WebAssembly.Memory) memories.push(value);
+    }
+    return result;
+  };
+  for (const name of ['instantiate', 'instantiateStreaming']) {
+    const original = WebAssembly[name];
+    WebAssembly[name] = function (...args) {
+      return original.apply(this, args).then(keep);
+    };
+  }
+})()`;
+const WASM_MEMORY_BYTES = `(globalThis.__wasmMemories ?? []).reduce((n, m) => n + m.buffer.byteLength, 0)`;
 
 async function connect(wsUrl) {
   const socket = new WebSocket(wsUrl);
@@ -66,17 +88,53 @@ async function connect(wsUrl) {
     } else if (message.method && waiters.has(message.method)) {
       waiters.get(message.method)(message.params);
       waiters.delete(message.method);
+    } else if (message.method === 'Target.attachedToTarget' && message.params.targetInfo.type === 'worker') {
+      // The worker waits for us: count its WebAssembly memory from its first line.
+      const { sessionId } = message.params;
+      workers.add(sessionId);
+      page
+        .send('Runtime.evaluate', { expression: COUNT_WASM_MEMORY }, sessionId)
+        .finally(() => page.send('Runtime.runIfWaitingForDebugger', {}, sessionId))
+        .catch(() => {});
+    } else if (message.method === 'Target.detachedFromTarget') {
+      workers.delete(message.params.sessionId);
     }
   };
+  /** Sessions of the page's dedicated workers, once `watchWorkers` was called. */
+  const workers = new Set();
   const page = {
     socket,
-    send(method, params = {}) {
+    /** A DevTools command, to the page or (with `sessionId`) one of its workers. */
+    send(method, params = {}, sessionId = undefined) {
       const id = nextId++;
-      socket.send(JSON.stringify({ id, method, params }));
+      socket.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
       return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
     },
     once(method) {
       return new Promise((resolve) => waiters.set(method, resolve));
+    },
+    /**
+     * Attaches to the page's workers (those started from now on), each held at
+     * its start until its WebAssembly memory is counted (see `heaps`).
+     */
+    async watchWorkers() {
+      await page.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
+    },
+    /**
+     * MiB in use: the V8 heap, and the WebAssembly memory (which V8's heap figures
+     * leave out), for the page and for each worker. The page's WebAssembly is
+     * counted when it was opened with `newPage(url, { countWasm: true })`.
+     */
+    async heaps() {
+      const usage = async (sessionId) => {
+        const u = await page.send('Runtime.getHeapUsage', {}, sessionId).catch(() => null);
+        const wasm = await page
+          .send('Runtime.evaluate', { expression: WASM_MEMORY_BYTES, returnByValue: true }, sessionId)
+          .catch(() => null);
+        return u && { jsMiB: u.usedSize / 2 ** 20, wasmMiB: (wasm?.result?.value ?? 0) / 2 ** 20 };
+      };
+      const workerUsage = await Promise.all([...workers].map(usage));
+      return { page: await usage(undefined), workers: workerUsage.filter(Boolean) };
     },
     /** The value of `expression` (a promise is awaited), as JSON. */
     async evaluate(expression) {
@@ -99,8 +157,12 @@ async function connect(wsUrl) {
         document.querySelector('[data-testid="run"]').click();
       })()`);
     },
-    /** tokenmeter's JSON export, caught as the Blob it would download. */
-    exportJson() {
+    /**
+     * tokenmeter's JSON export, caught as the Blob it would download: its text,
+     * or what `reduce` (JavaScript source of a function of the text) makes of it
+     * in the page, for exports too large to ship over this socket whole.
+     */
+    exportJson(reduce = '(text) => text') {
       return page.evaluate(`(async () => {
         let blob;
         const create = URL.createObjectURL;
@@ -110,7 +172,7 @@ async function connect(wsUrl) {
         document.querySelector('[data-testid="export-json"]').click();
         URL.createObjectURL = create;
         HTMLAnchorElement.prototype.click = click;
-        return await blob.text();
+        return (${reduce})(await blob.text());
       })()`);
     },
     /** Polls `expression` every `everyMs` until it is truthy. */

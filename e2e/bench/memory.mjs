@@ -1,8 +1,9 @@
 // `cargo xtask bench memory`: a run of 10,000 short requests, in the page as users
 // get it (release build, no driver listening to the network): does it finish, is it
 // kept in history, does it survive a reload, does it export, and how much memory did
-// the browser's renderer (the page and the engine worker) take at its peak? Prints
-// figures; asserts nothing.
+// the page and the engine worker each take at their peak (V8 heap, and WebAssembly
+// memory), and the browser's renderer process (both, and the browser's own share)
+// in all? Prints figures; asserts nothing.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { serveStatic } from '../lib/static-server.mjs';
@@ -33,7 +34,7 @@ const sim = await startSim(['--tls', '--max-batch', '1024', '--decode-per-seq-ms
 const browser = await launchBare(['--ignore-certificate-errors']);
 try {
   const before = renderers();
-  const page = await browser.newPage(site.url);
+  const page = await browser.newPage(site.url, { countWasm: true });
   await page.waitFor(`!!document.querySelector('[data-testid="run"]')`, 30_000);
   const fields = {
     'base-url': sim.baseUrl,
@@ -42,14 +43,29 @@ try {
     'max-tokens': String(MAX_TOKENS),
     warmup: '2',
   };
+  await page.watchWorkers();
   const started = Date.now();
   await page.startRun(fields);
   let peakDuring = 0;
+  const peak = { pageJs: 0, pageWasm: 0, workerJs: 0, workerWasm: 0 };
+  const sampleHeaps = async () => {
+    const { page: p, workers } = await page.heaps();
+    if (p) {
+      peak.pageJs = Math.max(peak.pageJs, p.jsMiB);
+      peak.pageWasm = Math.max(peak.pageWasm, p.wasmMiB);
+    }
+    for (const w of workers) {
+      peak.workerJs = Math.max(peak.workerJs, w.jsMiB);
+      peak.workerWasm = Math.max(peak.workerWasm, w.wasmMiB);
+    }
+  };
   const sampler = setInterval(() => {
     peakDuring = Math.max(peakDuring, ...renderers().map((r) => r.nowMiB));
+    sampleHeaps();
   }, 250);
   await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 1_800_000, 500);
   clearInterval(sampler);
+  await sampleHeaps();
   const seconds = (Date.now() - started) / 1e3;
   const shown = await page.evaluate(`({
     rows: [...document.querySelectorAll('[data-testid="results-row"]')].map((r) => r.querySelector('[data-col="n_ok"]').textContent),
@@ -57,12 +73,17 @@ try {
     storageNote: document.querySelector('[data-testid="history-storage-note"]')?.textContent ?? null,
   })`);
   const exportStarted = Date.now();
-  const text = await page.exportJson();
-  const doc = JSON.parse(text);
-  const exported = { bytes: text.length, records: doc.records.length, ok: doc.levels[0].n_ok };
+  // Counted in the page: 10 MB does not cross the DevTools socket in one message.
+  const exported = await page.exportJson(`(text) => {
+    const doc = JSON.parse(text);
+    return { bytes: text.length, records: doc.records.length, ok: doc.levels[0].n_ok };
+  }`);
   const exportSeconds = (Date.now() - exportStarted) / 1e3;
+  await sampleHeaps();
+  const reloaded = page.once('Page.loadEventFired');
   await page.send('Page.reload');
-  await page.waitFor(`!!document.querySelector('[data-testid="history-view"]') && !!document.querySelector('[data-testid="status"]')`, 60_000);
+  await reloaded;
+  await page.waitFor(`!!document.querySelector('[data-testid="history"][data-state="ready"] [data-testid="history-view"]')`, 60_000);
   const afterReload = await page.evaluate(`(() => {
     document.querySelector('[data-testid="history-view"]').click();
     return new Promise((resolve) => setTimeout(() => resolve({
@@ -75,8 +96,10 @@ try {
   console.log(`\n${N_REQUESTS} requests of ${MAX_TOKENS} tokens at concurrency ${CONCURRENCY}: done in ${seconds.toFixed(1)} s`);
   console.log(`results table n_ok: ${shown.rows.join(', ')}; kept in history: ${shown.kept} run(s)${shown.storageNote ? `; storage note: ${shown.storageNote}` : ''}`);
   console.log(`export: ${(exported.bytes / 2 ** 20).toFixed(1)} MiB of JSON, ${exported.records} records (n_ok ${exported.ok}), in ${exportSeconds.toFixed(1)} s`);
-  console.log(`after a reload: status ${afterReload.status}, n_ok ${afterReload.rows.join(', ')}${afterReload.notes.includes('per-request records') ? ' (kept without its per-request records, as the note says)' : ''}`);
+  console.log(`after a reload: status ${afterReload.status}, n_ok ${afterReload.rows.join(', ')}${afterReload.notes.includes('per-request records') ? ' (kept without its per-request records, as the note says)' : ' (kept with its per-request records)'}`);
   const renderer = (list) => list.map((r) => `${r.peakMiB.toFixed(0)} MiB peak`).join(', ');
+  const mib = (n) => `${n.toFixed(0)} MiB`;
+  console.log(`peak in the page: ${mib(peak.pageJs)} JS heap + ${mib(peak.pageWasm)} WebAssembly memory; in the engine worker: ${mib(peak.workerJs)} JS heap + ${mib(peak.workerWasm)} WebAssembly memory`);
   console.log(`renderer processes (page + engine worker share one): before ${renderer(before) || '–'}; at the end ${renderer(after)}; largest resident size sampled during the run ${peakDuring.toFixed(0)} MiB`);
   await page.close();
 } finally {
