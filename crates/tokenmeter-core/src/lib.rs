@@ -16,9 +16,12 @@
 //! the two throughputs in [`summary`]; the analysis rules in [`verdict`].
 
 pub mod browser;
+pub mod chart;
 pub mod condition;
 pub mod draft;
 pub mod error;
+pub mod headline;
+pub mod html;
 pub mod live;
 pub mod plan;
 pub mod record;

@@ -375,39 +375,15 @@ impl RunDocument {
             if zh { "开始于" } else { "started" },
             self.started_at
         );
-        let header = if zh {
-            "| 并发 | 成功 | 失败 | TTFT p50 | TTFT p95 | TTFT p99 | TPOT p50 | TPOT p95 | ITL p99 | E2E p95 | 单请求 TPS 均值 | 总输出 tok/s | 请求/s | goodput/s |"
-        } else {
-            "| concurrency | n_ok | n_fail | TTFT p50 | TTFT p95 | TTFT p99 | TPOT p50 | TPOT p95 | ITL p99 | E2E p95 | TPS mean | output tok/s | req/s | goodput/s |"
-        };
-        let _ = writeln!(out, "{header}\n|{}", "---|".repeat(14));
-        for s in &self.levels {
-            let ms = |d: Option<Distribution>, f: fn(&Distribution) -> f64| {
-                d.map(|d| format!("{:.1} ms", f(&d)))
-                    .unwrap_or_else(|| "–".into())
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.2} | {} |",
-                s.concurrency.unwrap_or_default(),
-                s.n_ok,
-                s.n_fail,
-                ms(s.ttft_ms, |d| d.p50),
-                ms(s.ttft_ms, |d| d.p95),
-                ms(s.ttft_ms, |d| d.p99),
-                ms(s.tpot_ms, |d| d.p50),
-                ms(s.tpot_ms, |d| d.p95),
-                ms(s.itl_ms, |d| d.p99),
-                ms(s.e2e_ms, |d| d.p95),
-                s.decode_tps
-                    .map(|d| format!("{:.1}", d.mean))
-                    .unwrap_or_else(|| "–".into()),
-                s.output_tps,
-                s.request_throughput_rps,
-                s.goodput_rps
-                    .map(|g| format!("{g:.2}"))
-                    .unwrap_or_else(|| "–".into()),
-            );
+        let (header, rows) = article_table(&self.levels, lang);
+        let _ = writeln!(
+            out,
+            "| {} |\n|{}",
+            header.join(" | "),
+            "---|".repeat(header.len())
+        );
+        for row in rows {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         let _ = writeln!(
             out,
@@ -423,6 +399,78 @@ impl RunDocument {
         }
         out
     }
+}
+
+/// The reference article's table and a few more columns, in `lang`: header and one
+/// row per level, for the Markdown and HTML reports.
+pub(crate) fn article_table(
+    levels: &[Summary],
+    lang: Lang,
+) -> ([&'static str; 14], Vec<[String; 14]>) {
+    let header = match lang {
+        Lang::Zh => [
+            "并发",
+            "成功",
+            "失败",
+            "TTFT p50",
+            "TTFT p95",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p95",
+            "ITL p99",
+            "E2E p95",
+            "单请求 TPS 均值",
+            "总输出 tok/s",
+            "请求/s",
+            "goodput/s",
+        ],
+        Lang::En => [
+            "concurrency",
+            "n_ok",
+            "n_fail",
+            "TTFT p50",
+            "TTFT p95",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p95",
+            "ITL p99",
+            "E2E p95",
+            "TPS mean",
+            "output tok/s",
+            "req/s",
+            "goodput/s",
+        ],
+    };
+    let ms = |d: Option<Distribution>, f: fn(&Distribution) -> f64| {
+        d.map(|d| format!("{:.1} ms", f(&d)))
+            .unwrap_or_else(|| "–".into())
+    };
+    let rows = levels
+        .iter()
+        .map(|s| {
+            [
+                s.concurrency.unwrap_or_default().to_string(),
+                s.n_ok.to_string(),
+                s.n_fail.to_string(),
+                ms(s.ttft_ms, |d| d.p50),
+                ms(s.ttft_ms, |d| d.p95),
+                ms(s.ttft_ms, |d| d.p99),
+                ms(s.tpot_ms, |d| d.p50),
+                ms(s.tpot_ms, |d| d.p95),
+                ms(s.itl_ms, |d| d.p99),
+                ms(s.e2e_ms, |d| d.p95),
+                s.decode_tps
+                    .map(|d| format!("{:.1}", d.mean))
+                    .unwrap_or_else(|| "–".into()),
+                format!("{:.1}", s.output_tps),
+                format!("{:.2}", s.request_throughput_rps),
+                s.goodput_rps
+                    .map(|g| format!("{g:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    (header, rows)
 }
 
 fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {

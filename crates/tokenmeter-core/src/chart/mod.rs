@@ -1,0 +1,641 @@
+//! Charts of a run, as SVG markup: the page shows them inline and the exports embed
+//! the same text, so what a user sees and what they keep are one drawing. Pure
+//! geometry and markup: no DOM, no clock, tested natively like every figure.
+//!
+//! Appearance is in classes only (`chart.css` beside this file): the page's
+//! Content-Security-Policy refuses inline styles, and a class can follow the page's
+//! colours. Every point is a focusable group with a `<title>` (the browser's
+//! tooltip, and what a screen reader says) and a value label that CSS shows on
+//! hover and focus. Hooks: `chart-point` (`data-series`, `data-concurrency`),
+//! `knee-marker` and `safe-marker` (`data-concurrency`).
+//!
+//! - [`latency`]: TTFT and TPOT against concurrency, with the SLO limits;
+//! - [`throughput`]: output tokens/s and requests/s against concurrency, the knee
+//!   and the safe level marked;
+//! - [`timeline`]: one level's requests, each a bar split into its phases;
+//! - [`cdf`]: how TTFT and ITL are spread, a curve per level;
+//! - [`over_time`]: output tokens/s over the run, the levels shaded.
+
+mod cdf;
+mod over_time;
+mod svg;
+mod timeline;
+
+use std::fmt::Write;
+
+pub use cdf::cdf;
+pub use over_time::over_time;
+pub use timeline::{timeline, MAX_BARS};
+
+pub use svg::escape;
+use svg::{px, Svg};
+
+use crate::{
+    error::Lang, plan::LoadMode, report::RunDocument, stats::Distribution, summary::Summary,
+};
+
+/// The stylesheet the charts' classes need, for documents that stand alone (the
+/// page links the same file).
+pub const STYLE: &str = include_str!("chart.css");
+
+/// The drawing's size (its `viewBox`; the page scales it to the width it has).
+const WIDTH: f64 = 960.0;
+const HEIGHT: f64 = 300.0;
+/// Room around each panel's plot area for titles, ticks and labels.
+const LEFT: f64 = 56.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 58.0;
+const BOTTOM: f64 = 44.0;
+/// Between the two panels of a chart.
+const GAP: f64 = 36.0;
+/// Keeps the first and last level off the axes.
+const INSET: f64 = 18.0;
+
+fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
+    match lang {
+        Lang::En => en,
+        Lang::Zh => zh,
+    }
+}
+
+/// Where a level sits on the x axis, and whether the verdict left it out.
+#[derive(Clone, Copy)]
+struct At {
+    x: f64,
+    /// The `data-concurrency` hook (0 for open loop).
+    concurrency: u32,
+    distorted: bool,
+}
+
+/// One level as a chart sees it.
+struct Level<'a> {
+    at: At,
+    summary: &'a Summary,
+}
+
+/// The levels in run order, each at its concurrency (an open-loop level at its
+/// offered rate).
+fn levels(document: &RunDocument) -> Vec<Level<'_>> {
+    let offered_rps = match document.plan.load {
+        LoadMode::Arrivals { rate_rps, .. } => Some(rate_rps),
+        _ => None,
+    };
+    document
+        .levels
+        .iter()
+        .filter_map(|summary| {
+            let concurrency = summary.concurrency?;
+            let x = match concurrency {
+                0 => offered_rps?,
+                c => f64::from(c),
+            };
+            Some(Level {
+                at: At {
+                    x,
+                    concurrency,
+                    distorted: summary.distorted.is_some(),
+                },
+                summary,
+            })
+        })
+        .collect()
+}
+
+/// What the x axis is called.
+fn x_title(document: &RunDocument, lang: Lang) -> &'static str {
+    match document.plan.load {
+        LoadMode::Arrivals { .. } => say(lang, "offered rate (requests/s)", "到达速率（请求/秒）"),
+        _ => say(lang, "concurrency", "并发数"),
+    }
+}
+
+/// Where a value of the x axis is drawn: on a log scale when the levels span four
+/// times or more (ladders double), linear otherwise.
+struct XScale {
+    log: bool,
+    lo: f64,
+    hi: f64,
+    left: f64,
+    right: f64,
+}
+
+impl XScale {
+    fn new(values: &[f64], left: f64, right: f64) -> XScale {
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        XScale {
+            log: lo > 0.0 && hi / lo >= 4.0,
+            lo,
+            hi,
+            left: left + INSET,
+            right: right - INSET,
+        }
+    }
+
+    fn at(&self, v: f64) -> f64 {
+        // One level (or none): in the middle.
+        if self.hi.partial_cmp(&self.lo) != Some(std::cmp::Ordering::Greater) {
+            return (self.left + self.right) / 2.0;
+        }
+        let t = if self.log {
+            (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        self.left + t * (self.right - self.left)
+    }
+}
+
+/// A y axis from 0 to a round number at or above `max`, with its ticks.
+struct YScale {
+    top_value: f64,
+    ticks: Vec<f64>,
+    top: f64,
+    bottom: f64,
+}
+
+impl YScale {
+    fn new(max: f64, top: f64, bottom: f64) -> YScale {
+        let (top_value, step) = nice_top(max);
+        let n = (top_value / step).round() as usize;
+        YScale {
+            top_value,
+            ticks: (0..=n).map(|i| i as f64 * step).collect(),
+            top,
+            bottom,
+        }
+    }
+
+    fn at(&self, v: f64) -> f64 {
+        self.bottom - v / self.top_value * (self.bottom - self.top)
+    }
+}
+
+/// The smallest "round" top (a multiple of 1, 2, 2.5 or 5 × 10^k, four to six
+/// steps) at or above `max`, and its step.
+fn nice_top(max: f64) -> (f64, f64) {
+    if max.is_nan() || max <= 0.0 || max.is_infinite() {
+        return (1.0, 0.25);
+    }
+    let rough = max / 5.0;
+    let magnitude = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|&step| (max / step).ceil() <= 5.0)
+        .unwrap_or(10.0 * magnitude);
+    let top = (max / step).ceil().max(1.0) * step;
+    (top, step)
+}
+
+/// A figure as a tick or value label: no more digits than it needs.
+fn figure(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || a == a.trunc() {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// One line of a panel.
+struct Series {
+    /// The `data-series` hook.
+    key: &'static str,
+    label: String,
+    /// The colour class (`s1`…`s4`); `dashed` lines for the secondary figure.
+    class: &'static str,
+    points: Vec<(At, f64)>,
+}
+
+/// One plot area: a title, a y unit, its lines, and an optional limit line.
+struct Panel {
+    title: String,
+    unit: &'static str,
+    series: Vec<Series>,
+    /// The SLO, as (value, label).
+    limit: Option<(f64, String)>,
+}
+
+/// A vertical marker at one level (the knee, the safe concurrency).
+struct Marker {
+    testid: &'static str,
+    class: &'static str,
+    label: String,
+    explanation: String,
+    concurrency: u32,
+    x: f64,
+}
+
+/// A chart: panels side by side over one x axis, markers across them.
+struct Chart {
+    testid: &'static str,
+    title: String,
+    x_title: &'static str,
+    panels: Vec<Panel>,
+    markers: Vec<Marker>,
+    /// Every level's (x, label), for the x ticks.
+    ticks: Vec<(f64, String)>,
+    /// An open-loop run: x is the offered rate, not a concurrency.
+    open_loop: bool,
+    lang: Lang,
+}
+
+impl Chart {
+    fn draw(&self) -> String {
+        let mut svg = Svg::default();
+        let n = self.panels.len().max(1) as f64;
+        let panel_width = (WIDTH - GAP * (n - 1.0)) / n;
+        let _ = svg.raw(&format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
+            self.testid,
+            escape(&self.title)
+        ));
+        for (i, panel) in self.panels.iter().enumerate() {
+            let left = i as f64 * (panel_width + GAP);
+            self.draw_panel(&mut svg, panel, left, left + panel_width);
+        }
+        svg.raw("</svg>");
+        svg.finish()
+    }
+
+    fn draw_panel(&self, svg: &mut Svg, panel: &Panel, left: f64, right: f64) {
+        let (plot_left, plot_right) = (left + LEFT, right - RIGHT);
+        let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
+        let xs: Vec<f64> = self.ticks.iter().map(|t| t.0).collect();
+        let x = XScale::new(&xs, plot_left, plot_right);
+        let data_max = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        // The limit is drawn when it is within reach of the data; far above, it
+        // would flatten every line, and the title says it instead.
+        let limit_in_reach = panel
+            .limit
+            .as_ref()
+            .filter(|(v, _)| *v <= 2.0 * data_max.max(f64::MIN_POSITIVE));
+        let y_max = limit_in_reach.map_or(data_max, |(v, _)| data_max.max(*v));
+        let y = YScale::new(y_max, plot_top, plot_bottom);
+
+        // Title, with the limit when it is off the chart; the unit above the axis.
+        let mut title = panel.title.clone();
+        if let (Some((_, label)), None) = (&panel.limit, limit_in_reach) {
+            let _ = write!(
+                title,
+                " · {label} {}",
+                say(self.lang, "(above)", "（在图外）")
+            );
+        }
+        svg.text("chart-title", (left, 16.0), "start", &title);
+        svg.text(
+            "axis-unit",
+            (plot_left - 8.0, plot_top - 10.0),
+            "end",
+            panel.unit,
+        );
+        self.draw_legend(svg, &panel.series, plot_left, plot_right);
+
+        for &tick in &y.ticks {
+            let at = y.at(tick);
+            svg.line("grid", (plot_left, at), (plot_right, at));
+            svg.text("tick", (plot_left - 8.0, at + 4.0), "end", &figure(tick));
+        }
+        svg.line("axis", (plot_left, plot_bottom), (plot_right, plot_bottom));
+        // Every level is labelled, unless they would collide: then every k-th.
+        let room = (plot_right - plot_left) / 28.0;
+        let every = (self.ticks.len() as f64 / room.max(1.0)).ceil().max(1.0) as usize;
+        for (i, (value, label)) in self.ticks.iter().enumerate() {
+            if i % every == 0 || i + 1 == self.ticks.len() {
+                let at = x.at(*value);
+                svg.line("tick-mark", (at, plot_bottom), (at, plot_bottom + 4.0));
+                svg.text("tick", (at, plot_bottom + 17.0), "middle", label);
+            }
+        }
+        svg.text(
+            "axis-title",
+            ((plot_left + plot_right) / 2.0, HEIGHT - 8.0),
+            "middle",
+            self.x_title,
+        );
+
+        if let Some((value, label)) = limit_in_reach {
+            let at = y.at(*value);
+            svg.line("limit", (plot_left, at), (plot_right, at));
+            svg.text("limit-label", (plot_right, at - 5.0), "end", label);
+        }
+        for (i, marker) in self.markers.iter().enumerate() {
+            let at = x.at(marker.x);
+            let label_y = plot_top + 12.0 + 14.0 * i as f64;
+            let _ = svg.raw(&format!(
+                r#"<g class="marker {}" data-testid="{}" data-concurrency="{}"><title>{}</title>"#,
+                marker.class,
+                marker.testid,
+                marker.concurrency,
+                escape(&marker.explanation)
+            ));
+            svg.line("marker-line", (at, plot_top), (at, plot_bottom));
+            svg.text("marker-label", (at + 4.0, label_y), "start", &marker.label);
+            svg.raw("</g>");
+        }
+        for series in &panel.series {
+            let line: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .map(|(at, v)| (x.at(at.x), y.at(*v)))
+                .collect();
+            svg.polyline(&format!("series {}", series.class), &line);
+            for ((level, value), (cx, cy)) in series.points.iter().zip(&line) {
+                self.draw_point(svg, series, level, *value, panel.unit, (*cx, *cy));
+            }
+        }
+    }
+
+    fn draw_legend(&self, svg: &mut Svg, series: &[Series], left: f64, right: f64) {
+        let mut at = left;
+        for s in series {
+            let width = 26.0 + text_width(&s.label) + 14.0;
+            if at + width > right + RIGHT {
+                break;
+            }
+            svg.line(
+                &format!("legend-swatch {}", s.class),
+                (at, 36.0),
+                (at + 18.0, 36.0),
+            );
+            svg.text("legend", (at + 24.0, 40.0), "start", &s.label);
+            at += width;
+        }
+    }
+
+    fn draw_point(
+        &self,
+        svg: &mut Svg,
+        series: &Series,
+        level: &At,
+        value: f64,
+        unit: &str,
+        (cx, cy): (f64, f64),
+    ) {
+        let value_text = format!("{} {unit}", figure(value));
+        let at = if self.open_loop {
+            format!(
+                "{} {}",
+                figure(level.x),
+                say(self.lang, "req/s offered", "请求/秒到达")
+            )
+        } else {
+            format!(
+                "{} {}",
+                say(self.lang, "concurrency", "并发"),
+                level.concurrency
+            )
+        };
+        let mut tooltip = format!("{} · {at}: {value_text}", series.label);
+        if level.distorted {
+            tooltip.push_str(say(
+                self.lang,
+                " (left out of the verdict: the browser or the engine shaped this level)",
+                "（未计入结论：这一档受浏览器或测量引擎影响）",
+            ));
+        }
+        let distorted = if level.distorted { " distorted" } else { "" };
+        let _ = svg.raw(&format!(
+            r#"<g class="pt {}{distorted}" data-testid="chart-point" data-series="{}" data-concurrency="{}" tabindex="0" aria-label="{}"><title>{}</title><circle cx="{}" cy="{}" r="4"/>"#,
+            series.class,
+            series.key,
+            level.concurrency,
+            escape(&tooltip),
+            escape(&tooltip),
+            px(cx),
+            px(cy),
+        ));
+        svg.text("pt-value", (cx, cy - 9.0), "middle", &value_text);
+        svg.raw("</g>");
+    }
+}
+
+/// About how wide `text` is drawn at the charts' 12 px (CJK characters are square).
+fn text_width(text: &str) -> f64 {
+    text.chars()
+        .map(|c| if c.is_ascii() { 6.6 } else { 12.0 })
+        .sum()
+}
+
+/// A series over `levels` of one figure, where the level has it.
+fn series(
+    levels: &[Level<'_>],
+    key: &'static str,
+    label: String,
+    class: &'static str,
+    figure: impl Fn(&Summary) -> Option<f64>,
+) -> Series {
+    Series {
+        key,
+        label,
+        class,
+        points: levels
+            .iter()
+            .filter_map(|level| {
+                let value = figure(level.summary).filter(|v| v.is_finite())?;
+                Some((level.at, value))
+            })
+            .collect(),
+    }
+}
+
+fn p50(d: Option<Distribution>) -> Option<f64> {
+    d.map(|d| d.p50)
+}
+
+fn p95(d: Option<Distribution>) -> Option<f64> {
+    d.map(|d| d.p95)
+}
+
+fn ticks(levels: &[Level<'_>]) -> Vec<(f64, String)> {
+    levels.iter().map(|l| (l.at.x, figure(l.at.x))).collect()
+}
+
+/// The knee and the safe concurrency, where the verdict found them.
+fn markers(document: &RunDocument, levels: &[Level<'_>], lang: Lang) -> Vec<Marker> {
+    let verdict = &document.verdict;
+    let at = |c: u32| {
+        levels
+            .iter()
+            .find(|l| l.at.concurrency == c)
+            .map(|l| l.at.x)
+    };
+    let mut markers = Vec::new();
+    if let Some((c, x)) = verdict.knee.and_then(|c| Some((c, at(c)?))) {
+        markers.push(Marker {
+            testid: "knee-marker",
+            class: "knee",
+            label: format!("{} {c}", say(lang, "knee", "拐点")),
+            explanation: say(
+                lang,
+                "the knee: where output tokens/s stopped growing with concurrency",
+                "拐点：输出 token/s 不再随并发增长的位置",
+            )
+            .into(),
+            concurrency: c,
+            x,
+        });
+    }
+    if let Some((c, x)) = verdict.safe_concurrency.and_then(|c| Some((c, at(c)?))) {
+        markers.push(Marker {
+            testid: "safe-marker",
+            class: "safe",
+            label: format!("{} {c}", say(lang, "safe", "安全")),
+            explanation: say(
+                lang,
+                "the safe concurrency: 70% of the knee, within the SLO",
+                "安全并发：拐点的 70%，且满足 SLO",
+            )
+            .into(),
+            concurrency: c,
+            x,
+        });
+    }
+    markers
+}
+
+/// TTFT (p50, p95, and after send where the browser told it) and TPOT (p50, p95)
+/// against concurrency, with the SLO limits. `None` when no level has a latency.
+pub fn latency(document: &RunDocument, lang: Lang) -> Option<String> {
+    let levels = levels(document);
+    let ms = say(lang, "ms", "毫秒");
+    let mut ttft = vec![
+        series(&levels, "ttft_p50", "TTFT p50".into(), "s1", |s| {
+            p50(s.ttft_ms)
+        }),
+        series(&levels, "ttft_p95", "TTFT p95".into(), "s2", |s| {
+            p95(s.ttft_ms)
+        }),
+    ];
+    let after_send = series(
+        &levels,
+        "ttft_after_send_p50",
+        say(lang, "TTFT after send p50", "发出后 TTFT p50").into(),
+        "s3 dashed",
+        |s| p50(s.ttft_after_send_ms),
+    );
+    if !after_send.points.is_empty() {
+        ttft.push(after_send);
+    }
+    let tpot = vec![
+        series(&levels, "tpot_p50", "TPOT p50".into(), "s1", |s| {
+            p50(s.tpot_ms)
+        }),
+        series(&levels, "tpot_p95", "TPOT p95".into(), "s2", |s| {
+            p95(s.tpot_ms)
+        }),
+    ];
+    if ttft.iter().chain(&tpot).all(|s| s.points.is_empty()) {
+        return None;
+    }
+    let slo = &document.plan.slo;
+    let limit = |v: Option<f64>| v.map(|v| (v, format!("SLO p95 ≤ {} {ms}", figure(v))));
+    Some(
+        Chart {
+            testid: "chart-latency",
+            title: say(lang, "Latency against load", "时延随负载变化").into(),
+            x_title: x_title(document, lang),
+            panels: vec![
+                Panel {
+                    title: say(lang, "TTFT: time to first token", "TTFT：首 token 时延").into(),
+                    unit: ms,
+                    series: ttft,
+                    limit: limit(slo.ttft_p95_ms),
+                },
+                Panel {
+                    title: say(
+                        lang,
+                        "TPOT: time per output token",
+                        "TPOT：每个输出 token 的时间",
+                    )
+                    .into(),
+                    unit: ms,
+                    series: tpot,
+                    limit: limit(slo.tpot_p95_ms),
+                },
+            ],
+            markers: markers(document, &levels, lang),
+            ticks: ticks(&levels),
+            open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
+            lang,
+        }
+        .draw(),
+    )
+}
+
+/// Output tokens/s and requests/s against concurrency, the knee and the safe
+/// level marked. `None` when the run has no level.
+pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
+    let levels = levels(document);
+    if levels.is_empty() {
+        return None;
+    }
+    let tokens = series(
+        &levels,
+        "output_tps",
+        say(lang, "output tokens/s", "输出 token/秒").into(),
+        "s1",
+        |s| Some(s.output_tps),
+    );
+    let requests = series(
+        &levels,
+        "request_rps",
+        say(lang, "requests/s", "请求/秒").into(),
+        "s2",
+        |s| Some(s.request_throughput_rps),
+    );
+    let goodput = series(
+        &levels,
+        "goodput_rps",
+        say(
+            lang,
+            "goodput/s (within the SLO)",
+            "有效请求/秒（满足 SLO）",
+        )
+        .into(),
+        "s3 dashed",
+        |s| s.goodput_rps,
+    );
+    let mut rates = vec![requests];
+    if !goodput.points.is_empty() {
+        rates.push(goodput);
+    }
+    Some(
+        Chart {
+            testid: "chart-throughput",
+            title: say(lang, "Throughput against load", "吞吐随负载变化").into(),
+            x_title: x_title(document, lang),
+            panels: vec![
+                Panel {
+                    title: say(lang, "Output tokens per second", "每秒输出 token").into(),
+                    unit: say(lang, "tok/s", "token/秒"),
+                    series: vec![tokens],
+                    limit: None,
+                },
+                Panel {
+                    title: say(lang, "Requests per second", "每秒完成请求").into(),
+                    unit: say(lang, "req/s", "请求/秒"),
+                    series: rates,
+                    limit: None,
+                },
+            ],
+            markers: markers(document, &levels, lang),
+            ticks: ticks(&levels),
+            open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
+            lang,
+        }
+        .draw(),
+    )
+}
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+pub(crate) mod tests_support;

@@ -1,0 +1,261 @@
+use super::*;
+use crate::{
+    plan::Plan,
+    report::{Environment, RunStatus},
+    summary::Distortion,
+};
+
+/// The ladder of [`tests_support::ladder_records`], with a TTFT SLO of 250 ms,
+/// its knee at 4 and safe level at 2.
+fn document() -> RunDocument {
+    let records = tests_support::ladder_records();
+    let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+    plan.slo.ttft_p95_ms = Some(250.0);
+    let mut document = RunDocument::build(
+        "run".into(),
+        "2026-12-03T10:00:00Z".into(),
+        RunStatus::Done,
+        plan,
+        Environment::default(),
+        records,
+    );
+    document.verdict.knee = Some(4);
+    document.verdict.safe_concurrency = Some(2);
+    document
+}
+
+fn count(svg: &str, needle: &str) -> usize {
+    svg.matches(needle).count()
+}
+
+/// The `data-concurrency` of every element with `testid`, in order.
+fn concurrencies(svg: &str, testid: &str) -> Vec<u32> {
+    svg.split(&format!(r#"data-testid="{testid}""#))
+        .skip(1)
+        .map(|rest| {
+            let start = rest.find(r#"data-concurrency=""#).unwrap() + r#"data-concurrency=""#.len();
+            rest[start..start + rest[start..].find('"').unwrap()]
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The `cy` of each point of `series`, in level order.
+fn heights(svg: &str, series: &str) -> Vec<f64> {
+    svg.split(&format!(r#"data-series="{series}""#))
+        .skip(1)
+        .map(|rest| {
+            let start = rest.find(r#" cy=""#).unwrap() + 5;
+            rest[start..start + rest[start..].find('"').unwrap()]
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn latency_has_a_point_per_level_and_series_where_there_is_one() {
+    let svg = latency(&document(), Lang::En).unwrap();
+    assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>"));
+    assert!(svg.contains(r#"data-testid="chart-latency""#));
+    // Four series (TTFT and TPOT, p50 and p95) over the three levels that had an
+    // answer; the failed level has none. No Resource Timing: no "after send".
+    assert_eq!(count(&svg, r#"data-testid="chart-point""#), 12);
+    assert_eq!(concurrencies(&svg, "chart-point")[..3], [1, 2, 4]);
+    assert!(!svg.contains("ttft_after_send"));
+    // Higher TTFT is drawn higher (smaller y), and p95 never below p50.
+    let p50 = heights(&svg, "ttft_p50");
+    assert!(p50[0] > p50[2], "{p50:?}");
+    let p95 = heights(&svg, "ttft_p95");
+    assert!(p50.iter().zip(&p95).all(|(a, b)| b <= a));
+    // The SLO line, and the tooltip with the value and the level.
+    assert!(svg.contains("SLO p95 ≤ 250 ms"));
+    assert!(
+        svg.contains("<title>TTFT p95 · concurrency 4: 300 ms</title>"),
+        "{svg}"
+    );
+    // Markers in both panels, at the verdict's levels.
+    assert_eq!(concurrencies(&svg, "knee-marker"), [4, 4]);
+    assert_eq!(concurrencies(&svg, "safe-marker"), [2, 2]);
+}
+
+#[test]
+fn throughput_marks_the_knee_and_counts_every_level() {
+    let svg = throughput(&document(), Lang::En).unwrap();
+    assert!(svg.contains(r#"data-testid="chart-throughput""#));
+    // Output tokens/s and requests/s at every level, the failed one at zero; the
+    // plan has no SLO on TPOT, but one on TTFT, so goodput is drawn too.
+    assert_eq!(
+        concurrencies(&svg, "chart-point"),
+        [1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8]
+    );
+    assert_eq!(concurrencies(&svg, "knee-marker"), [4, 4]);
+    let tokens = heights(&svg, "output_tps");
+    let bottom = HEIGHT - BOTTOM;
+    assert_eq!(tokens[3], bottom, "nothing came out of the failed level");
+    assert!(tokens[..3].iter().all(|&y| y < bottom));
+}
+
+#[test]
+fn charts_speak_chinese() {
+    let document = document();
+    let svg = latency(&document, Lang::Zh).unwrap();
+    assert!(svg.contains("TTFT：首 token 时延"));
+    assert!(svg.contains("并发数"));
+    assert!(svg.contains("拐点 4"));
+    let svg = throughput(&document, Lang::Zh).unwrap();
+    assert!(svg.contains("每秒输出 token"));
+    assert!(svg.contains("安全 2"));
+}
+
+#[test]
+fn a_level_left_out_of_the_verdict_is_drawn_hollow_and_says_why() {
+    let mut document = document();
+    document.levels[2].distorted = Some(Distortion::BrowserQueue {
+        protocol: "http/1.1".into(),
+        connections: 6,
+    });
+    let svg = latency(&document, Lang::En).unwrap();
+    assert_eq!(
+        count(&svg, r#"pt s1 distorted""#),
+        2,
+        "TTFT and TPOT p50 at 4"
+    );
+    assert!(svg.contains("(left out of the verdict"));
+}
+
+#[test]
+fn a_limit_far_above_the_data_is_said_not_drawn() {
+    let mut document = document();
+    document.plan.slo.ttft_p95_ms = Some(60_000.0);
+    let svg = latency(&document, Lang::En).unwrap();
+    assert!(!svg.contains(r#"class="limit""#));
+    assert!(svg.contains("SLO p95 ≤ 60000 ms (above)"));
+}
+
+#[test]
+fn a_run_without_answers_has_no_latency_chart() {
+    let mut document = document();
+    document.levels.retain(|l| l.concurrency == Some(8));
+    assert!(latency(&document, Lang::En).is_none());
+    assert!(throughput(&document, Lang::En).is_some());
+    document.levels.clear();
+    assert!(throughput(&document, Lang::En).is_none());
+}
+
+#[test]
+fn round_tops_and_scales() {
+    assert_eq!(nice_top(0.9), (1.0, 0.2));
+    assert_eq!(nice_top(512.0), (600.0, 200.0));
+    assert_eq!(nice_top(1000.0), (1000.0, 200.0));
+    assert_eq!(nice_top(0.0), (1.0, 0.25));
+    assert_eq!(nice_top(f64::NAN), (1.0, 0.25));
+    // Doubling levels sit evenly on a log scale; close ones on a linear one.
+    let x = XScale::new(&[1.0, 2.0, 4.0, 8.0], 0.0, 300.0 + 2.0 * INSET);
+    assert!(x.log);
+    let at = [x.at(1.0), x.at(2.0), x.at(8.0)].map(|v| (v * 1e6).round() / 1e6);
+    assert_eq!(at, [INSET, INSET + 100.0, INSET + 300.0]);
+    let x = XScale::new(&[2.0, 3.0], 0.0, 100.0 + 2.0 * INSET);
+    assert!(!x.log);
+    assert_eq!(x.at(2.5), INSET + 50.0);
+    // One level: in the middle.
+    assert_eq!(XScale::new(&[4.0], 0.0, 100.0).at(4.0), 50.0);
+    assert_eq!(figure(2.5), "2.50");
+    assert_eq!(figure(12.34), "12.3");
+    assert_eq!(figure(1234.4), "1234");
+}
+
+#[test]
+fn the_timeline_has_a_bar_per_request_split_into_phases() {
+    let document = document();
+    let svg = timeline(&document, 4, Lang::En).unwrap();
+    assert!(svg.contains(r#"data-testid="chart-timeline" data-concurrency="4""#));
+    assert_eq!(count(&svg, r#"data-testid="timeline-bar""#), 4);
+    assert_eq!(count(&svg, r#"data-kind="ok""#), 4);
+    // No browser timing in these records: waiting for the first token, then decoding.
+    assert_eq!(count(&svg, r#"class="bar prefill""#), 4);
+    assert_eq!(count(&svg, r#"class="bar decode""#), 4);
+    assert_eq!(count(&svg, r#"class="bar wait""#), 0);
+    assert!(svg.contains("first token after 300.0 ms"), "{svg}");
+    // Failures are one bar, named by their kind.
+    let svg = timeline(&document, 8, Lang::En).unwrap();
+    assert_eq!(count(&svg, r#"data-kind="server_error""#), 4);
+    assert!(svg.contains("Server error (5xx) · HTTP 503"));
+    assert!(timeline(&document, 16, Lang::En).is_none());
+}
+
+#[test]
+fn a_long_level_draws_its_first_thousand_requests_and_says_so() {
+    let mut document = document();
+    let template = document.records[0].clone();
+    document.records = (0..1_500)
+        .map(|i| {
+            let mut r = template.clone();
+            r.id = i;
+            r
+        })
+        .collect();
+    let svg = timeline(&document, 1, Lang::En).unwrap();
+    assert_eq!(
+        count(&svg, r#"data-testid="timeline-bar""#),
+        timeline::MAX_BARS
+    );
+    assert!(svg.contains("the first 1000 of 1500 requests"));
+}
+
+#[test]
+fn the_cdf_has_a_curve_per_level_and_metric() {
+    let document = document();
+    let svg = cdf(&document, Lang::En).unwrap();
+    // TTFT and ITL at the three levels that answered.
+    assert_eq!(concurrencies(&svg, "cdf-curve"), [1, 2, 4, 1, 2, 4]);
+    assert!(svg.contains("concurrency 4: 4 samples, median 300 ms, p99 300 ms"));
+    assert!(svg.contains(r#"data-metric="itl""#));
+    // Kept without per-token times (as history keeps runs): TTFT only.
+    let mut kept = document.clone();
+    kept.records
+        .iter_mut()
+        .for_each(|r| r.token_times_us.clear());
+    let svg = cdf(&kept, Lang::En).unwrap();
+    assert!(!svg.contains(r#"data-metric="itl""#));
+    kept.records.clear();
+    assert!(cdf(&kept, Lang::Zh).is_none());
+}
+
+#[test]
+fn a_curve_is_at_most_two_hundred_quantiles() {
+    let samples: Vec<f64> = (1..=10_000).map(f64::from).collect();
+    let points = cdf::curve(&samples);
+    assert_eq!(points.len(), 200);
+    assert_eq!(points[0], (50.0, 0.005));
+    assert_eq!(points[199], (10_000.0, 1.0));
+    assert_eq!(cdf::curve(&[7.0]), [(7.0, 1.0)]);
+}
+
+#[test]
+fn tokens_over_time_add_up_with_or_without_per_token_times() {
+    let document = document();
+    let svg = over_time(&document, Lang::En).unwrap();
+    assert!(svg.contains(r#"data-testid="chart-over-time""#));
+    assert_eq!(concurrencies(&svg, "over-time-level"), [1, 2, 4, 8]);
+    let total: u64 = document
+        .records
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.n_out)
+        .sum();
+    let span =
+        document.records.iter().map(|r| r.end_us).max().unwrap() - document.records[0].wanted_us;
+    let n_bins = (span / 1_000_000 + 1) as usize;
+    let per_bin = over_time::bins(&document, document.records[0].wanted_us, 1_000_000, n_bins);
+    assert!((per_bin.iter().sum::<f64>() - total as f64).abs() < 1e-9);
+    let mut kept = document.clone();
+    kept.records
+        .iter_mut()
+        .for_each(|r| r.token_times_us.clear());
+    let spread = over_time::bins(&kept, kept.records[0].wanted_us, 1_000_000, n_bins);
+    assert!((spread.iter().sum::<f64>() - total as f64).abs() < 1e-6);
+    assert_eq!(over_time::bin_us(60_000_000), 1_000_000);
+    assert_eq!(over_time::bin_us(3_600_000_000), 5_000_000);
+}

@@ -1,0 +1,300 @@
+//! The run as one self-contained HTML file people keep and send: the headline,
+//! the charts (inline SVG, the same drawing as the page's), the table, the
+//! verdict, the notes, the errors with their hints, and the plan (which never
+//! holds the key), in one language. No script and nothing fetched: it opens from
+//! disk, offline, in any browser, and prints.
+
+use std::fmt::Write;
+
+use crate::{
+    chart::{self, escape},
+    error::Lang,
+    headline::{Headline, HeadlineLevel},
+    report::{article_table, RunDocument, RunStatus},
+};
+
+/// The report's own layout (the charts bring theirs: [`chart::STYLE`]).
+const STYLE: &str = "
+:root { --ink:#1b1f24; --muted:#5b6470; --line:#dfe3e8; --panel:#fff; --ok:#1a7f4b; --warn:#a15c00; --bad:#b42318; --bad-soft:#fdecea; }
+body { margin: 0 auto; max-width: 1100px; padding: 24px; color: var(--ink); background: #f5f6f8;
+  font: 14px/1.5 system-ui, -apple-system, 'Segoe UI', Roboto, 'PingFang SC', 'Microsoft YaHei', sans-serif; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 10px; }
+.meta { color: var(--muted); margin: 0 0 18px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px; }
+.card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 10px 12px; }
+.card span { display: block; } .card .label { color: var(--muted); font-size: 12px; }
+.card .value { font-size: 22px; font-weight: 650; font-variant-numeric: tabular-nums; }
+figure { margin: 0 0 14px; padding: 10px 12px 4px; background: var(--panel); border: 1px solid var(--line); border-radius: 10px; }
+.table { overflow-x: auto; background: var(--panel); border: 1px solid var(--line); border-radius: 10px; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+th { font-weight: 600; color: var(--muted); font-size: 12px; }
+.verdict { background: var(--panel); border: 1px solid var(--line); border-left: 4px solid var(--ok); border-radius: 10px; padding: 10px 14px; }
+.errors li { margin-bottom: 8px; } .errors .hint { color: var(--muted); }
+pre { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 12px; overflow-x: auto; font-size: 12px; }
+footer { color: var(--muted); font-size: 12px; margin-top: 28px; }
+@media print { body { background: #fff; } figure, .table, .verdict { break-inside: avoid; } }
+";
+
+fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
+    match lang {
+        Lang::En => en,
+        Lang::Zh => zh,
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".into(), |v| format!("{v:.0}"))
+}
+
+impl RunDocument {
+    /// The report, in `lang`.
+    pub fn html(&self, lang: Lang) -> String {
+        let mut out = String::with_capacity(64 * 1024);
+        let status = match (self.status, lang) {
+            (RunStatus::Done, _) => say(lang, "done", "已完成"),
+            (RunStatus::Cancelled, _) => say(lang, "cancelled", "已取消"),
+        };
+        let title = format!("tokenmeter · {} · {}", self.plan.model, self.started_at);
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}{}</style></head><body>",
+            say(lang, "en", "zh-CN"),
+            escape(&title),
+            chart::STYLE
+        );
+        let _ = write!(
+            out,
+            "<h1>{} {}</h1><p class=\"meta\">{} <code>{}</code> · max_tokens {} · {} {} · {}{}</p>",
+            say(lang, "tokenmeter run:", "tokenmeter 运行："),
+            escape(&self.plan.model),
+            say(lang, "Endpoint", "接口"),
+            escape(&self.plan.endpoint_url()),
+            self.plan.max_tokens,
+            say(lang, "started", "开始于"),
+            escape(&self.started_at),
+            status,
+            self.environment
+                .browser()
+                .map(|b| format!(
+                    " · {} {}",
+                    say(lang, "measured in", "测量浏览器"),
+                    escape(&b.label())
+                ))
+                .unwrap_or_default()
+        );
+        self.html_headline(&mut out, lang);
+        let timeline_level = Headline::of(self).map(|h| h.concurrency);
+        let charts = [
+            chart::latency(self, lang),
+            chart::throughput(self, lang),
+            chart::over_time(self, lang),
+            chart::cdf(self, lang),
+            timeline_level.and_then(|c| chart::timeline(self, c, lang)),
+        ];
+        for svg in charts.into_iter().flatten() {
+            let _ = write!(out, "<figure>{svg}</figure>");
+        }
+        self.html_table(&mut out, lang);
+        let _ = write!(
+            out,
+            "<h2>{}</h2><div class=\"verdict\" data-testid=\"verdict\"><p>{}</p></div>",
+            say(lang, "Verdict", "结论"),
+            escape(&self.verdict.text(lang))
+        );
+        let notes = self.environment.notes_in(lang);
+        if !notes.is_empty() {
+            let _ = write!(
+                out,
+                "<h2>{}</h2><ul>",
+                say(lang, "What else shaped the figures", "影响测量的其他因素")
+            );
+            for note in notes {
+                let _ = write!(out, "<li>{}</li>", escape(&note));
+            }
+            out.push_str("</ul>");
+        }
+        self.html_errors(&mut out, lang);
+        let plan = serde_json::to_string_pretty(&self.plan).expect("a plan always serialises");
+        let _ = writeln!(
+            out,
+            "<h2>{}</h2><pre>{}</pre><footer>{} {} · {} {}</footer></body></html>",
+            say(lang, "Plan (without the key)", "测试计划（不含 Key）"),
+            escape(&plan),
+            escape(&self.tool.name),
+            escape(&self.tool.version),
+            say(lang, "run document schema", "运行文档版本"),
+            self.schema
+        );
+        out
+    }
+
+    fn html_headline(&self, out: &mut String, lang: Lang) {
+        let Some(headline) = Headline::of(self) else {
+            return;
+        };
+        let c = headline.concurrency;
+        let at = match (headline.which, lang) {
+            (HeadlineLevel::Safe, Lang::En) => format!("At concurrency {c}, the safe level:"),
+            (HeadlineLevel::Safe, Lang::Zh) => format!("在安全并发 {c} 下："),
+            (HeadlineLevel::Last, Lang::En) => {
+                format!("At concurrency {c}, the last level (no level was safe):")
+            }
+            (HeadlineLevel::Last, Lang::Zh) => format!("在最后一档并发 {c} 下（没有安全的并发）："),
+        };
+        let level = |c: Option<u32>| c.map_or_else(|| "–".into(), |c| c.to_string());
+        let cards = [
+            (
+                "TTFT p50 / p95",
+                format!(
+                    "{} / {} ms",
+                    ms(headline.ttft_p50_ms),
+                    ms(headline.ttft_p95_ms)
+                ),
+            ),
+            (
+                "TPOT p50",
+                headline
+                    .tpot_p50_ms
+                    .map_or_else(|| "–".into(), |v| format!("{v:.1} ms")),
+            ),
+            (
+                say(lang, "output tokens/s", "输出 token/秒"),
+                format!("{:.0}", headline.output_tps),
+            ),
+            (
+                say(lang, "errors", "错误率"),
+                format!("{:.1} %", headline.error_rate * 100.0),
+            ),
+            (say(lang, "knee", "拐点"), level(headline.knee)),
+            (
+                say(lang, "safe concurrency", "安全并发"),
+                level(headline.safe_concurrency),
+            ),
+        ];
+        let _ = write!(
+            out,
+            "<p class=\"meta\">{}</p><div class=\"cards\" data-testid=\"headline\">",
+            escape(&at)
+        );
+        for (label, value) in cards {
+            let _ = write!(
+                out,
+                "<div class=\"card\"><span class=\"label\">{}</span><span class=\"value\">{}</span></div>",
+                escape(label),
+                escape(&value)
+            );
+        }
+        out.push_str("</div>");
+    }
+
+    fn html_table(&self, out: &mut String, lang: Lang) {
+        let (header, rows) = article_table(&self.levels, lang);
+        let _ = write!(
+            out,
+            "<h2>{}</h2><div class=\"table\"><table data-testid=\"results-table\"><thead><tr>",
+            say(lang, "By level", "各档结果")
+        );
+        for cell in header {
+            let _ = write!(out, "<th>{}</th>", escape(cell));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for row in rows {
+            out.push_str("<tr>");
+            for cell in row {
+                let _ = write!(out, "<td>{}</td>", escape(&cell));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table></div>");
+    }
+
+    fn html_errors(&self, out: &mut String, lang: Lang) {
+        if self.total.fails_by_kind.is_empty() {
+            return;
+        }
+        let _ = write!(
+            out,
+            "<h2>{}</h2><ul class=\"errors\">",
+            say(lang, "Why requests failed", "失败原因")
+        );
+        for (kind, n) in &self.total.fails_by_kind {
+            // The first request of this kind says what the server said.
+            let detail = self
+                .records
+                .iter()
+                .filter_map(|r| r.error.as_ref())
+                .find(|e| e.kind == *kind)
+                .map(|e| format!(" <code>{}</code>", escape(&e.detail)))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<li><strong>{}</strong> ×{n}{detail}<br><span class=\"hint\">{}</span></li>",
+                escape(kind.title(lang)),
+                escape(kind.hint(lang))
+            );
+        }
+        out.push_str("</ul>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{plan::Plan, report::Environment};
+
+    fn document() -> RunDocument {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.model = "<script>alert(1)</script>".into();
+        RunDocument::build(
+            "r".into(),
+            "2026-12-03T10:00:00Z".into(),
+            RunStatus::Done,
+            plan,
+            Environment::default(),
+            crate::chart::tests_support::ladder_records(),
+        )
+    }
+
+    #[test]
+    fn one_file_with_everything_and_no_script() {
+        let doc = document();
+        let html = doc.html(Lang::En);
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+        assert!(
+            !html.contains("<script"),
+            "server and user text is escaped; the report runs nothing"
+        );
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains(r#"data-testid="chart-latency""#));
+        assert!(html.contains(r#"data-testid="chart-throughput""#));
+        for chart in ["chart-over-time", "chart-cdf", "chart-timeline"] {
+            assert!(
+                html.contains(&format!(r#"data-testid="{chart}""#)),
+                "{chart}"
+            );
+        }
+        assert!(html.contains(r#"data-testid="headline""#));
+        assert!(
+            html.contains("svg.chart .pt-value"),
+            "the charts' stylesheet is inline"
+        );
+        assert!(
+            !html.contains("<link") && !html.contains(" src="),
+            "nothing fetched"
+        );
+        assert!(html.contains("<th>TTFT p95</th>"));
+        assert!(html.contains("Server error (5xx)") && html.contains("HTTP 503"));
+        assert!(html.contains(&escape(&doc.verdict.text(Lang::En))));
+    }
+
+    #[test]
+    fn in_chinese() {
+        let html = document().html(Lang::Zh);
+        assert!(html.contains("<html lang=\"zh-CN\">"));
+        assert!(html.contains("<th>并发</th>"));
+        assert!(html.contains("失败原因"));
+        assert!(html.contains("TTFT：首 token 时延"));
+    }
+}
