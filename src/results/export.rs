@@ -1,5 +1,6 @@
 //! The export buttons: the run document (JSON), the levels and the requests as CSV,
-//! and a Markdown report in the page's language. Every export is made from the run
+//! and a Markdown and a self-contained HTML report (charts inline) in the page's
+//! language. Every export is made from the run
 //! document, which never holds the key.
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
             {button("export-csv", "Levels CSV", "-levels.csv", "text/csv", |d, _| d.levels_csv())}
             {button("export-requests-csv", "Requests CSV", "-requests.csv", "text/csv", |d, _| d.requests_csv())}
             {button("export-md", "Markdown", ".md", "text/markdown", RunDocument::markdown)}
+            {button("export-html", "HTML report", ".html", "text/html", RunDocument::html)}
         </div>
     }
 }

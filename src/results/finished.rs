@@ -1,5 +1,5 @@
-//! A finished (or cancelled) run: one row per level with the article's columns and
-//! more, the comparison with a baseline, the verdict, the run conditions, the
+//! A finished (or cancelled) run: the headline and the charts, one row per level
+//! with the article's columns and more, the comparison with a baseline, the verdict, the run conditions, the
 //! errors and the exports. It only reads the run document; it computes nothing.
 
 use std::sync::Arc;
@@ -13,6 +13,8 @@ use tokenmeter_core::{
 };
 
 use super::{
+    charts::{DetailCharts, HeadlineCards, LoadCharts},
+    columns::{ColumnChooser, ShownColumns, COLUMNS},
     errors::{error_groups, ErrorGroup},
     export::Exports,
     level_name,
@@ -44,6 +46,7 @@ pub fn Finished(
         }
     };
     let any_reasoning = document.records.iter().any(|r| r.n_reasoning_events > 0);
+    let shown = ShownColumns::load();
     let verdict = &document.verdict;
     // The hooks' attributes are empty where the cells show a dash.
     let attr = |c: Option<u32>| c.map(|c| c.to_string()).unwrap_or_default();
@@ -84,34 +87,28 @@ pub fn Finished(
                     "Cancelled: everything measured before Cancel is kept below."
                 </p>
             })}
+            <HeadlineCards document=document.clone() lang=lang/>
+            <LoadCharts document=document.clone() lang=lang/>
+            <ColumnChooser shown=shown any_reasoning=any_reasoning/>
             <div class="table-scroll">
                 <table class="grid" data-testid="results-table">
                     <thead>
                         <tr>
                             <th>"concurrency"</th>
-                            <th>"n_ok"</th>
-                            <th>"n_fail"</th>
-                            <th>"TTFT p50"</th>
-                            <th>"TTFT p95"</th>
-                            <th>"TTFT p99"</th>
-                            {any_reasoning.then(|| view! { <th title="time to first answer token">"answer p50"</th> })}
-                            <th>"TPOT p50"</th>
-                            <th>"TPOT p95"</th>
-                            <th>"ITL p99"</th>
-                            <th>"E2E p95"</th>
-                            <th>"TPS mean"</th>
-                            <th>"output tok/s"</th>
-                            <th>"req/s"</th>
-                            <th>"goodput/s"</th>
-                            <th>"queue p95"</th>
-                            <th title="time in the browser between fetch and the request leaving it">"browser wait p95"</th>
-                            <th title="TTFT counted from when the request left the browser">"TTFT after send p50"</th>
-                            <th>"HTTP"</th>
-                            <th>"tokens"</th>
+                            {COLUMNS
+                                .iter()
+                                .filter(|c| any_reasoning || c.col != "ttfat_p50")
+                                .map(|c| {
+                                    let col = c.col;
+                                    view! {
+                                        <th title=c.definition class:col-hidden=move || !shown.is_shown(col)>{c.header}</th>
+                                    }
+                                })
+                                .collect_view()}
                         </tr>
                     </thead>
                     <tbody>
-                        {document.levels.iter().map(|s| result_row(s, any_reasoning)).collect_view()}
+                        {document.levels.iter().map(|s| result_row(s, any_reasoning, shown)).collect_view()}
                     </tbody>
                 </table>
             </div>
@@ -142,6 +139,7 @@ pub fn Finished(
             {has_notes.then(|| view! {
                 <ul class="env-notes" data-testid="environment-notes">{notes}</ul>
             })}
+            <DetailCharts document=document.clone() lang=lang/>
             {(!errors.is_empty()).then(|| view! {
                 <div class="errors" data-testid="errors">
                     <h3>{say(lang, "Why requests failed", "失败原因")}</h3>
@@ -180,12 +178,36 @@ fn token_count_source(s: &Summary) -> String {
     }
 }
 
-fn result_row(s: &Summary, any_reasoning: bool) -> impl IntoView {
-    let protocols = if s.protocols.is_empty() {
-        "–".to_owned()
-    } else {
-        s.protocols.keys().cloned().collect::<Vec<_>>().join(" ")
-    };
+/// What a cell of `col` says for level `s`.
+fn cell_text(s: &Summary, col: &str) -> String {
+    match col {
+        "n_ok" => s.n_ok.to_string(),
+        "n_fail" => s.n_fail.to_string(),
+        "ttft_p50" => ms(s.ttft_ms, |d| d.p50),
+        "ttft_p95" => ms(s.ttft_ms, |d| d.p95),
+        "ttft_p99" => ms(s.ttft_ms, |d| d.p99),
+        "ttfat_p50" => ms(s.ttfat_ms, |d| d.p50),
+        "tpot_p50" => ms(s.tpot_ms, |d| d.p50),
+        "tpot_p95" => ms(s.tpot_ms, |d| d.p95),
+        "itl_p99" => ms(s.itl_ms, |d| d.p99),
+        "e2e_p95" => ms(s.e2e_ms, |d| d.p95),
+        "tps_mean" => s
+            .decode_tps
+            .map_or("–".into(), |d| format!("{:.1}", d.mean)),
+        "output_tps" => format!("{:.1}", s.output_tps),
+        "request_rps" => format!("{:.2}", s.request_throughput_rps),
+        "goodput_rps" => s.goodput_rps.map_or("–".into(), |g| format!("{g:.2}")),
+        "queue_p95" => ms(s.queue_ms, |d| d.p95),
+        "browser_wait_p95" => ms(s.browser_wait_ms, |d| d.p95),
+        "ttft_after_send_p50" => ms(s.ttft_after_send_ms, |d| d.p50),
+        "protocol" if s.protocols.is_empty() => "–".to_owned(),
+        "protocol" => s.protocols.keys().cloned().collect::<Vec<_>>().join(" "),
+        "tokens" => token_source(s),
+        _ => String::new(),
+    }
+}
+
+fn result_row(s: &Summary, any_reasoning: bool, shown: ShownColumns) -> impl IntoView {
     let fails: String = s
         .fails_by_kind
         .iter()
@@ -207,6 +229,17 @@ fn result_row(s: &Summary, any_reasoning: bool) -> impl IntoView {
             format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
         ),
     };
+    let cells = COLUMNS
+        .iter()
+        .filter(|c| any_reasoning || c.col != "ttfat_p50")
+        .map(|c| {
+            let col = c.col;
+            let title = (col == "n_fail").then(|| fails.clone());
+            view! {
+                <td data-col=col title=title class:col-hidden=move || !shown.is_shown(col)>{cell_text(s, col)}</td>
+            }
+        })
+        .collect_view();
     view! {
         <tr
             data-testid="results-row"
@@ -218,25 +251,7 @@ fn result_row(s: &Summary, any_reasoning: bool) -> impl IntoView {
                 {level_name(s.concurrency)}
                 {distorted.map(|_| view! { <span class="distorted-mark" aria-label="left out of the verdict">" †"</span> })}
             </td>
-            <td data-col="n_ok">{s.n_ok}</td>
-            <td data-col="n_fail" title=fails>{s.n_fail}</td>
-            <td data-col="ttft_p50">{ms(s.ttft_ms, |d| d.p50)}</td>
-            <td data-col="ttft_p95">{ms(s.ttft_ms, |d| d.p95)}</td>
-            <td data-col="ttft_p99">{ms(s.ttft_ms, |d| d.p99)}</td>
-            {any_reasoning.then(|| view! { <td data-col="ttfat_p50">{ms(s.ttfat_ms, |d| d.p50)}</td> })}
-            <td data-col="tpot_p50">{ms(s.tpot_ms, |d| d.p50)}</td>
-            <td data-col="tpot_p95">{ms(s.tpot_ms, |d| d.p95)}</td>
-            <td data-col="itl_p99">{ms(s.itl_ms, |d| d.p99)}</td>
-            <td data-col="e2e_p95">{ms(s.e2e_ms, |d| d.p95)}</td>
-            <td data-col="tps_mean">{s.decode_tps.map_or("–".into(), |d| format!("{:.1}", d.mean))}</td>
-            <td data-col="output_tps">{format!("{:.1}", s.output_tps)}</td>
-            <td data-col="request_rps">{format!("{:.2}", s.request_throughput_rps)}</td>
-            <td data-col="goodput_rps">{s.goodput_rps.map_or("–".into(), |g| format!("{g:.2}"))}</td>
-            <td data-col="queue_p95">{ms(s.queue_ms, |d| d.p95)}</td>
-            <td data-col="browser_wait_p95">{ms(s.browser_wait_ms, |d| d.p95)}</td>
-            <td data-col="ttft_after_send_p50">{ms(s.ttft_after_send_ms, |d| d.p50)}</td>
-            <td data-col="protocol">{protocols}</td>
-            <td data-col="tokens">{token_source(s)}</td>
+            {cells}
         </tr>
     }
 }

@@ -1,8 +1,11 @@
 //! The results area: an empty state, the live view while a run goes ([`live`]),
-//! then the finished run ([`finished`]: table, verdict, conditions, comparison),
+//! then the finished run ([`finished`]: headline and charts ([`charts`]), table,
+//! verdict, conditions, comparison),
 //! its errors ([`errors`]) and exports ([`export`]). It only reads the run view and
 //! documents; every figure comes from the core.
 
+mod charts;
+mod columns;
 mod errors;
 mod export;
 mod finished;

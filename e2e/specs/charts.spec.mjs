@@ -1,0 +1,121 @@
+// The run at a glance: headline cards at the level a user would run at, and the
+// latency and throughput charts: one point per level and series, the knee and safe
+// markers at the verdict's levels, values on hover and keyboard focus, in English
+// and Chinese.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { screenshotPath } from '../lib/browser.mjs';
+import { useSuite } from '../lib/suite.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+// A batch of 2 puts the knee inside the ladder: beyond it, requests queue.
+const suite = useSuite(['--max-batch', '2', '--decode-per-seq-ms', '0']);
+
+/** `data-series` → the `data-concurrency` of its points, in order, in one chart. */
+const pointsBySeries = (page, chart) =>
+  page.locator(`[data-testid="${chart}"] [data-testid="chart-point"]`).evaluateAll((points) => {
+    const by = {};
+    for (const p of points) (by[p.dataset.series] ??= []).push(Number(p.dataset.concurrency));
+    return by;
+  });
+
+const markerLevels = (page, chart, marker) =>
+  page
+    .locator(`[data-testid="${chart}"] [data-testid="${marker}"]`)
+    .evaluateAll((ms) => [...new Set(ms.map((m) => Number(m.dataset.concurrency)))]);
+
+test('a finished ladder is drawn: a point per level and series, markers at the verdict', async () => {
+  const page = await suite.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2,4,8', 'requests-per-level': 4, 'max-tokens': 16, warmup: 1 });
+  await app.run();
+  await app.waitForStatus('done');
+
+  const verdict = await app.byTestId('verdict').evaluate((v) => ({ knee: v.dataset.knee, safe: v.dataset.safe }));
+  const rows = await app.resultsRows();
+  const levels = rows.map((r) => r.concurrency);
+  assert.deepEqual(levels, [1, 2, 4, 8]);
+
+  // Headline: the safe level, or the last one when none is safe.
+  const headline = await app.byTestId('headline').getAttribute('data-concurrency');
+  assert.equal(headline, verdict.safe || '8');
+  const row = rows.find((r) => r.concurrency === Number(headline));
+  const [p50, p95] = (await app.byTestId('headline-ttft').locator('.card-value').textContent()).match(/[\d.]+/g).map(Number);
+  assert.ok(Math.abs(p50 - Number(row.ttft_p50)) <= 0.55 && Math.abs(p95 - Number(row.ttft_p95)) <= 0.55, `${p50}/${p95} vs the table's ${row.ttft_p50}/${row.ttft_p95}`);
+  assert.equal(await app.byTestId('headline-knee').locator('.card-value').textContent(), verdict.knee || '–');
+
+  // Latency: TTFT p50/p95, TTFT after send (the simulator allows Resource Timing),
+  // TPOT p50/p95, each at every level.
+  const latency = await pointsBySeries(page, 'chart-latency');
+  assert.deepEqual(Object.keys(latency).sort(), ['tpot_p50', 'tpot_p95', 'ttft_after_send_p50', 'ttft_p50', 'ttft_p95']);
+  for (const [series, at] of Object.entries(latency)) assert.deepEqual(at, levels, series);
+  const throughput = await pointsBySeries(page, 'chart-throughput');
+  // Goodput where the plan has an SLO (the default plan does).
+  const goodput = rows[0].goodput_rps !== '–' ? ['goodput_rps'] : [];
+  assert.deepEqual(Object.keys(throughput).sort(), [...goodput, 'output_tps', 'request_rps']);
+  for (const chart of ['chart-latency', 'chart-throughput']) {
+    assert.deepEqual(await markerLevels(page, chart, 'knee-marker'), verdict.knee ? [Number(verdict.knee)] : []);
+    assert.deepEqual(await markerLevels(page, chart, 'safe-marker'), verdict.safe ? [Number(verdict.safe)] : []);
+  }
+
+  // A point says its value: as a tooltip, and shown on keyboard focus.
+  const point = page.locator('[data-testid="chart-latency"] [data-testid="chart-point"][data-series="ttft_p95"][data-concurrency="2"]');
+  const row2 = rows.find((r) => r.concurrency === 2);
+  const title = await point.locator('title').textContent();
+  assert.match(title, /^TTFT p95 · concurrency 2: [\d.]+ ms$/);
+  assert.ok(Math.abs(parseFloat(title.split(': ')[1]) - Number(row2.ttft_p95)) < 1, `${title} vs ${row2.ttft_p95}`);
+  const value = point.locator('.pt-value');
+  assert.equal(await value.evaluate((v) => getComputedStyle(v).opacity), '0');
+  await point.focus();
+  assert.equal(await value.evaluate((v) => getComputedStyle(v).opacity), '1');
+  await app.screenshot(screenshotPath('charts-en.png'));
+
+  // The run in detail: tokens over time with the levels shaded, a TTFT and an ITL
+  // curve per level, and one level's requests as bars (the headline's level first).
+  assert.equal(await page.locator('[data-testid="chart-over-time"] [data-testid="over-time-level"]').count(), 4);
+  const curves = await page
+    .locator('[data-testid="chart-cdf"] [data-testid="cdf-curve"]')
+    .evaluateAll((cs) => cs.map((c) => `${c.dataset.metric}@${c.dataset.concurrency}`));
+  assert.deepEqual(curves, [...levels.map((c) => `ttft@${c}`), ...levels.map((c) => `itl@${c}`)]);
+  assert.equal(await app.byTestId('chart-timeline').getAttribute('data-concurrency'), headline);
+  assert.equal(await page.locator('[data-testid="timeline-bar"][data-kind="ok"]').count(), 4);
+  await app.byTestId('timeline-level').selectOption('8');
+  await page.waitForSelector('[data-testid="chart-timeline"][data-concurrency="8"]');
+  assert.equal(await app.byTestId('timeline-bar').count(), 4);
+  await app.screenshot(screenshotPath('charts-detail-en.png'));
+
+  // The HTML report: one file that opens from disk, offline, with its charts.
+  const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-html').click()]);
+  // Saved under its own name (a file without .html would open as text).
+  const file = join(await mkdtemp(join(tmpdir(), 'tokenmeter-report-')), download.suggestedFilename());
+  assert.match(file, /\.html$/);
+  await download.saveAs(file);
+  const report = await suite.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const fetched = [];
+  report.on('request', (r) => fetched.push(r.url()));
+  await report.goto(pathToFileURL(file).href);
+  for (const chart of ['chart-latency', 'chart-throughput', 'chart-over-time', 'chart-cdf', 'chart-timeline']) {
+    const box = await report.locator(`[data-testid="${chart}"]`).boundingBox();
+    assert.ok(box && box.width > 600 && box.height > 150, `${chart} is drawn: ${JSON.stringify(box)}`);
+  }
+  assert.equal(
+    await report.locator('[data-testid="chart-latency"] [data-testid="chart-point"]').count(),
+    await page.locator('[data-testid="chart-latency"] [data-testid="chart-point"]').count(),
+  );
+  assert.deepEqual(fetched, [pathToFileURL(file).href], 'nothing but the file itself');
+  await report.screenshot({ path: screenshotPath('report-en.png'), fullPage: true });
+  await report.close();
+
+  // In Chinese.
+  await app.byTestId('lang-zh').click();
+  assert.match(await app.byTestId('chart-latency').textContent(), /TTFT：首 token 时延/);
+  assert.match(await app.byTestId('chart-throughput').textContent(), /每秒输出 token/);
+  assert.match(await app.byTestId('headline').textContent(), /安全并发|最后一档/);
+  await app.screenshot(screenshotPath('charts-zh.png'));
+  await page.close();
+});
