@@ -13,6 +13,7 @@ use std::{sync::Arc, time::Duration};
 
 use leptos::prelude::*;
 use tokenmeter_core::{
+    chart::OverTime,
     condition::{Interruption, RunCondition},
     plan::Plan,
     record::RequestRecord,
@@ -108,6 +109,9 @@ struct Partial {
     started_at: String,
     plan: Plan,
     records: Vec<RequestRecord>,
+    /// Output tokens over time so far, for the live chart: grown by each request
+    /// as it arrives, not recomputed.
+    over_time: OverTime,
 }
 
 impl Partial {
@@ -182,6 +186,9 @@ impl RunController {
                     let records = std::mem::take(&mut progress.records);
                     partial.update_value(|p| {
                         if let Some(p) = p {
+                            for record in &records {
+                                p.over_time.add(record);
+                            }
                             p.records.extend(records);
                         }
                     });
@@ -241,6 +248,13 @@ impl RunController {
         self.view.with(RunView::is_running)
     }
 
+    /// `f` of the output tokens over time of the run that goes, if one does (not
+    /// reactive: read it when the progress changes).
+    pub fn with_over_time<R>(&self, f: impl FnOnce(&OverTime) -> R) -> Option<R> {
+        self.partial
+            .with_value(|p| p.as_ref().map(|p| f(&p.over_time)))
+    }
+
     /// Starts a run; the key goes to the worker's memory and nowhere else.
     pub fn start(&self, plan: Plan, api_key: Option<String>) {
         if self.view.with_untracked(RunView::is_running) {
@@ -266,6 +280,7 @@ impl RunController {
             started_at: started_at.clone(),
             plan: (**plan).clone(),
             records: Vec::new(),
+            over_time: OverTime::live(),
         }));
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());

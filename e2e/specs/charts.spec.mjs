@@ -119,3 +119,27 @@ test('a finished ladder is drawn: a point per level and series, markers at the v
   await app.screenshot(screenshotPath('charts-zh.png'));
   await page.close();
 });
+
+test('while a run goes, its charts grow from the progress', async () => {
+  const page = await suite.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  // About 5 s of 64-token answers, one level after another.
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 6, 'max-tokens': 64, warmup: 0 });
+  await app.run();
+  const overTime = page.locator('[data-testid="live"] [data-testid="chart-over-time"]');
+  await overTime.waitFor({ timeout: 30_000 });
+  const bins = async () => Number(await overTime.getAttribute('data-bins'));
+  const first = await bins();
+  await page.waitForFunction(
+    (n) => Number(document.querySelector('[data-testid="live"] [data-testid="chart-over-time"]')?.dataset.bins) > n,
+    first,
+    { timeout: 30_000, polling: 100 },
+  );
+  assert.equal(await app.status(), 'running', 'it grew during the run');
+  const live = page.locator('[data-testid="live"] [data-testid="chart-live"]');
+  assert.ok((await live.locator('[data-testid="chart-point"]').count()) >= 3, 'TTFT p50, p95 and tokens/s of level 1 at least');
+  await app.screenshot(screenshotPath('charts-live-en.png'));
+  await app.waitForStatus('done');
+  await page.close();
+});

@@ -1,9 +1,14 @@
 //! The live view while a run goes: one row per level, updated in place from the
-//! progress the worker posts (at most ten times a second), and the conditions
-//! found so far.
+//! progress the worker posts (at most ten times a second), the conditions found so
+//! far, and two charts redrawn with each progress: TTFT and output tokens/s per
+//! level, and output tokens/s over time (grown by the requests each progress
+//! brings, never per token).
 
 use leptos::prelude::*;
-use tokenmeter_core::error::Lang;
+use tokenmeter_core::{
+    chart::{self, LivePoint},
+    error::Lang,
+};
 
 use super::level_name;
 use crate::{
@@ -47,6 +52,29 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                 .unwrap_or_else(Vec::new)
         })
     };
+    let live_chart = move || {
+        progress.with(|p| {
+            let points: Vec<LivePoint> = p
+                .as_ref()?
+                .levels
+                .iter()
+                .map(|l| LivePoint {
+                    concurrency: l.concurrency,
+                    ttft_p50_ms: l.ttft_p50_ms,
+                    ttft_p95_ms: l.ttft_p95_ms,
+                    output_tps: (l.n_done > l.n_failed).then_some(l.output_tps),
+                })
+                .collect();
+            chart::live(&points, lang.get())
+        })
+    };
+    let over_time = move || {
+        progress.track();
+        run.with_over_time(|o| o.draw(lang.get())).flatten()
+    };
+    let figure = |svg: Option<String>| {
+        svg.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })
+    };
     view! {
         <Show
             when=move || started.get()
@@ -88,6 +116,10 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                         </For>
                     </tbody>
                 </table>
+                <div class="charts live-charts">
+                    {move || figure(live_chart())}
+                    {move || figure(over_time())}
+                </div>
             </div>
         </Show>
     }

@@ -14,7 +14,9 @@
 //!   and the safe level marked;
 //! - [`timeline`]: one level's requests, each a bar split into its phases;
 //! - [`cdf`]: how TTFT and ITL are spread, a curve per level;
-//! - [`over_time`]: output tokens/s over the run, the levels shaded.
+//! - [`over_time`]: output tokens/s over the run, the levels shaded ([`OverTime`]
+//!   grows it request by request while a run goes);
+//! - [`live`]: TTFT and output tokens/s against concurrency while a run goes.
 
 mod cdf;
 mod over_time;
@@ -24,7 +26,7 @@ mod timeline;
 use std::fmt::Write;
 
 pub use cdf::cdf;
-pub use over_time::over_time;
+pub use over_time::{over_time, OverTime};
 pub use timeline::{timeline, MAX_BARS};
 
 pub use svg::escape;
@@ -629,6 +631,85 @@ pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
             markers: markers(document, &levels, lang),
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
+            lang,
+        }
+        .draw(),
+    )
+}
+
+/// One level of a run that goes, as [`live`] draws it (from the progress the
+/// engine posts).
+pub struct LivePoint {
+    pub concurrency: u32,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    /// `None` until the level has a finished request.
+    pub output_tps: Option<f64>,
+}
+
+/// TTFT and output tokens/s against concurrency while a run goes: every planned
+/// level on the axis from the start, a point where a level has figures. `None` for
+/// an open-loop run (one level, no concurrency axis). Hook: `chart-live`.
+pub fn live(points: &[LivePoint], lang: Lang) -> Option<String> {
+    let levels: Vec<(At, &LivePoint)> = points
+        .iter()
+        .filter(|p| p.concurrency > 0)
+        .map(|p| {
+            let at = At {
+                x: f64::from(p.concurrency),
+                concurrency: p.concurrency,
+                distorted: false,
+            };
+            (at, p)
+        })
+        .collect();
+    if levels.is_empty() {
+        return None;
+    }
+    let series = |key, label: String, class, figure: fn(&LivePoint) -> Option<f64>| Series {
+        key,
+        label,
+        class,
+        points: levels
+            .iter()
+            .filter_map(|(at, p)| Some((*at, figure(p).filter(|v| v.is_finite())?)))
+            .collect(),
+    };
+    Some(
+        Chart {
+            testid: "chart-live",
+            title: say(lang, "As the run goes", "运行中").into(),
+            x_title: say(lang, "concurrency", "并发数"),
+            panels: vec![
+                Panel {
+                    title: say(lang, "TTFT so far", "目前的 TTFT").into(),
+                    unit: say(lang, "ms", "毫秒"),
+                    series: vec![
+                        series("ttft_p50", "TTFT p50".into(), "s1", |p| p.ttft_p50_ms),
+                        series("ttft_p95", "TTFT p95".into(), "s2", |p| p.ttft_p95_ms),
+                    ],
+                    limit: None,
+                },
+                Panel {
+                    title: say(
+                        lang,
+                        "Output tokens per second so far",
+                        "目前每秒输出 token",
+                    )
+                    .into(),
+                    unit: say(lang, "tok/s", "token/秒"),
+                    series: vec![series(
+                        "output_tps",
+                        say(lang, "output tokens/s", "输出 token/秒").into(),
+                        "s1",
+                        |p| p.output_tps,
+                    )],
+                    limit: None,
+                },
+            ],
+            markers: Vec::new(),
+            ticks: levels.iter().map(|(at, _)| (at.x, figure(at.x))).collect(),
+            open_loop: false,
             lang,
         }
         .draw(),

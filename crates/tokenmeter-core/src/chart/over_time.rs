@@ -1,190 +1,270 @@
-//! Output tokens per second over the run's time, in bins of a second (wider for
-//! long runs), with each level's span shaded: where the server sped up, stalled or
-//! fell over as the load stepped up. Hooks: `chart-over-time`, `over-time-level`
-//! (`data-concurrency`), `over-time-bin` count in `data-bins`.
+//! Output tokens per second over the run's time, in bins of a second (twice as
+//! wide each time a run outgrows [`MAX_BINS`]), with each level's span shaded:
+//! where the server sped up, stalled or fell over as the load stepped up. The
+//! accumulator ([`OverTime`]) takes requests one by one, so the page grows the
+//! chart live from the requests each progress brings, with work per request, not
+//! per redraw. Hooks: `chart-over-time` (`data-bins`), `over-time-level`
+//! (`data-concurrency`).
 
 use super::{escape, figure, nice_top, px, say, Svg, BOTTOM, LEFT, RIGHT, TOP, WIDTH};
-use crate::{error::Lang, report::RunDocument};
+use crate::{error::Lang, record::RequestRecord, report::RunDocument};
 
 const HEIGHT: f64 = 260.0;
-/// The most bins drawn: a longer run gets wider bins (2 s, 5 s, 10 s, ...).
-const MAX_BINS: u64 = 1_800;
+/// The most bins kept: beyond, neighbours merge and the bins are twice as wide.
+pub const MAX_BINS: usize = 1_800;
 
-/// The bin width for a run of `span_us`: one second, or the next of 2, 5, 10, 30,
-/// 60 s that keeps the bins under [`MAX_BINS`].
-pub(super) fn bin_us(span_us: u64) -> u64 {
-    [1, 2, 5, 10, 30, 60, 300, 600]
-        .into_iter()
-        .map(|s| s * 1_000_000)
-        .find(|&bin| span_us / bin < MAX_BINS)
-        .unwrap_or(3_600_000_000)
+/// Output tokens per time bin, and each level's span, from the requests so far.
+#[derive(Clone, Debug)]
+pub struct OverTime {
+    /// Time 0 of the chart (µs on the run's clock).
+    origin_us: u64,
+    /// Time 0 is the run's start (the live chart), not its first request.
+    from_run_start: bool,
+    bin_us: u64,
+    bins: Vec<f64>,
+    /// (concurrency, first wanted, last end), in the order levels appeared.
+    spans: Vec<(u32, u64, u64)>,
+    /// The latest end and the longest request seen: while a run goes, the bins
+    /// after `last_end − longest` still wait for requests in flight.
+    last_end_us: u64,
+    longest_us: u64,
 }
 
-/// Output tokens in each bin from `origin_us`, from the per-token arrival times
-/// where the run kept them, else each request's tokens spread evenly between its
-/// first and last token.
-pub(super) fn bins(document: &RunDocument, origin_us: u64, bin_us: u64, n_bins: usize) -> Vec<f64> {
-    let mut bins = vec![0.0; n_bins];
-    let mut add = |at_us: u64, n: f64| {
-        let i = ((at_us.saturating_sub(origin_us)) / bin_us) as usize;
-        if let Some(bin) = bins.get_mut(i) {
-            *bin += n;
-        }
-    };
-    for r in document.records.iter().filter(|r| !r.warmup && r.is_ok()) {
-        let n_out = r.n_out.unwrap_or(0) as f64;
-        if !r.token_times_us.is_empty() {
-            // Usage may count more tokens than events (several per chunk): each
-            // event carries its share.
-            let each = n_out / r.token_times_us.len() as f64;
-            for &t in &r.token_times_us {
-                add(t, each);
-            }
-        } else if let (Some(first), Some(last)) = (r.first_token_us, r.last_token_us) {
-            // Spread at most one share per bin the request spans: work per request,
-            // not per token.
-            let first_bin = (first.saturating_sub(origin_us)) / bin_us;
-            let last_bin = (last.saturating_sub(origin_us)) / bin_us;
-            let span = (last - first).max(1) as f64;
-            for b in first_bin..=last_bin {
-                let from = (origin_us + b * bin_us).max(first);
-                let to = (origin_us + (b + 1) * bin_us).min(last);
-                let share = if first == last {
-                    1.0
-                } else {
-                    (to.saturating_sub(from)) as f64 / span
-                };
-                add(origin_us + b * bin_us, n_out * share);
-            }
+impl OverTime {
+    /// An empty chart whose time 0 is the run's start, for a run that goes.
+    pub fn live() -> OverTime {
+        OverTime {
+            from_run_start: true,
+            ..OverTime::new(0)
         }
     }
-    bins
-}
 
-/// Output tokens/s over the run. `None` without successful requests (or records).
-pub fn over_time(document: &RunDocument, lang: Lang) -> Option<String> {
-    let measured = document.records.iter().filter(|r| !r.warmup);
-    let origin_us = measured.clone().map(|r| r.wanted_us).min()?;
-    let end_us = measured.clone().map(|r| r.end_us).max()?;
-    if !document.records.iter().any(|r| !r.warmup && r.is_ok()) {
-        return None;
+    /// An empty chart whose time 0 is `origin_us`.
+    fn new(origin_us: u64) -> OverTime {
+        OverTime {
+            origin_us,
+            from_run_start: false,
+            bin_us: 1_000_000,
+            bins: Vec::new(),
+            spans: Vec::new(),
+            last_end_us: 0,
+            longest_us: 0,
+        }
     }
-    let bin_us = bin_us(end_us - origin_us);
-    let n_bins = ((end_us - origin_us) / bin_us + 1) as usize;
-    let rates: Vec<f64> = bins(document, origin_us, bin_us, n_bins)
-        .into_iter()
-        .map(|n| n / (bin_us as f64 / 1e6))
-        .collect();
-    let (plot_left, plot_right) = (LEFT, WIDTH - RIGHT);
-    let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
-    let span_s = (n_bins as u64 * bin_us) as f64 / 1e6;
-    let (top_s, step_s) = nice_top(span_s);
-    let (top_rate, step_rate) = nice_top(rates.iter().copied().fold(0.0, f64::max));
-    let x = |s: f64| plot_left + s / top_s * (plot_right - plot_left);
-    let y = |rate: f64| plot_bottom - rate / top_rate * (plot_bottom - plot_top);
-    let at_s = |us: u64| (us.saturating_sub(origin_us)) as f64 / 1e6;
 
-    let title = say(
-        lang,
-        "Output tokens per second over the run",
-        "运行过程中每秒输出 token",
-    );
-    let mut svg = Svg::default();
-    svg.raw(&format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="chart-over-time" data-bins="{n_bins}" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
-        escape(title)
-    ));
-    let bin_label = match (bin_us / 1_000_000, lang) {
-        (1, Lang::En) => "1 s bins".to_owned(),
-        (1, Lang::Zh) => "每 1 秒一格".to_owned(),
-        (s, Lang::En) => format!("{s} s bins"),
-        (s, Lang::Zh) => format!("每 {s} 秒一格"),
-    };
-    svg.text(
-        "chart-title",
-        (0.0, 16.0),
-        "start",
-        &format!("{title} · {bin_label}"),
-    );
-    // Each level's span, shaded in turn, labelled with its concurrency.
-    for (i, level) in document.levels.iter().enumerate() {
-        let Some(concurrency) = level.concurrency else {
-            continue;
-        };
-        let of_level = document
+    /// The run so far of a finished `document`, time 0 at its first measured request.
+    pub fn of(document: &RunDocument) -> Option<OverTime> {
+        let origin_us = document
             .records
             .iter()
-            .filter(|r| !r.warmup && r.concurrency == concurrency);
-        let (Some(from), Some(to)) = (
-            of_level.clone().map(|r| r.wanted_us).min(),
-            of_level.map(|r| r.end_us).max(),
-        ) else {
-            continue;
-        };
-        let (x0, x1) = (x(at_s(from)), x(at_s(to)));
-        let label = match concurrency {
-            0 => say(lang, "open loop", "开环").to_owned(),
-            c => c.to_string(),
-        };
-        svg.raw(&format!(
-            r#"<g class="level-span{}" data-testid="over-time-level" data-concurrency="{concurrency}"><rect x="{}" y="{}" width="{}" height="{}"/>"#,
-            if i % 2 == 0 { "" } else { " odd" },
-            px(x0),
-            px(plot_top),
-            px((x1 - x0).max(1.0)),
-            px(plot_bottom - plot_top)
-        ));
-        svg.text(
-            "level-label",
-            ((x0 + x1) / 2.0, plot_top - 6.0),
-            "middle",
-            &label,
-        );
-        svg.raw("</g>");
+            .filter(|r| !r.warmup)
+            .map(|r| r.wanted_us)
+            .min()?;
+        let mut over_time = OverTime::new(origin_us);
+        for record in &document.records {
+            over_time.add(record);
+        }
+        Some(over_time)
     }
-    let n_ticks = (top_rate / step_rate).round() as usize;
-    for k in 0..=n_ticks {
-        let rate = k as f64 * step_rate;
-        svg.line("grid", (plot_left, y(rate)), (plot_right, y(rate)));
-        svg.text(
-            "tick",
-            (plot_left - 8.0, y(rate) + 4.0),
-            "end",
-            &figure(rate),
-        );
+
+    /// A finished request (warm-ups are left out): its tokens where they arrived,
+    /// from its per-token times where kept, else spread evenly between its first and
+    /// last token (work per bin it spans, not per token).
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.warmup {
+            return;
+        }
+        match self.spans.iter_mut().find(|s| s.0 == r.concurrency) {
+            Some(span) => {
+                span.1 = span.1.min(r.wanted_us);
+                span.2 = span.2.max(r.end_us);
+            }
+            None => self.spans.push((r.concurrency, r.wanted_us, r.end_us)),
+        }
+        self.reach(r.end_us);
+        self.last_end_us = self.last_end_us.max(r.end_us);
+        self.longest_us = self.longest_us.max(r.end_us.saturating_sub(r.wanted_us));
+        if !r.is_ok() {
+            return;
+        }
+        let n_out = r.n_out.unwrap_or(0) as f64;
+        if !r.token_times_us.is_empty() {
+            // Usage may count more tokens than events: each event carries its share.
+            let each = n_out / r.token_times_us.len() as f64;
+            for &t in &r.token_times_us {
+                self.put(t, each);
+            }
+        } else if let (Some(first), Some(last)) = (r.first_token_us, r.last_token_us) {
+            if first >= last {
+                self.put(first, n_out);
+                return;
+            }
+            let span = (last - first) as f64;
+            let mut from = first;
+            while from < last {
+                let bin_end = self.origin_us + (self.index(from) as u64 + 1) * self.bin_us;
+                let to = bin_end.min(last);
+                self.put(from, n_out * (to - from) as f64 / span);
+                from = to;
+            }
+        }
     }
-    let n_ticks = (top_s / step_s).round() as usize;
-    for k in 0..=n_ticks {
-        let s = k as f64 * step_s;
-        svg.line("tick-mark", (x(s), plot_bottom), (x(s), plot_bottom + 4.0));
-        svg.text("tick", (x(s), plot_bottom + 17.0), "middle", &figure(s));
+
+    /// Whether any successful request has been added.
+    pub fn has_tokens(&self) -> bool {
+        self.bins.iter().any(|&n| n > 0.0)
     }
-    svg.line("axis", (plot_left, plot_bottom), (plot_right, plot_bottom));
-    svg.text(
-        "axis-unit",
-        (plot_left - 8.0, plot_top - 10.0),
-        "end",
-        say(lang, "tok/s", "token/秒"),
-    );
-    svg.text(
-        "axis-title",
-        ((plot_left + plot_right) / 2.0, HEIGHT - 8.0),
-        "middle",
-        say(
+
+    fn index(&self, at_us: u64) -> usize {
+        (at_us.saturating_sub(self.origin_us) / self.bin_us) as usize
+    }
+
+    /// Makes room for `at_us`, merging neighbouring bins while it does not fit.
+    fn reach(&mut self, at_us: u64) {
+        while self.index(at_us) >= MAX_BINS {
+            self.bins = self.bins.chunks(2).map(|pair| pair.iter().sum()).collect();
+            self.bin_us *= 2;
+        }
+        let needed = self.index(at_us) + 1;
+        if self.bins.len() < needed {
+            self.bins.resize(needed, 0.0);
+        }
+    }
+
+    fn put(&mut self, at_us: u64, n: f64) {
+        self.reach(at_us);
+        let i = self.index(at_us);
+        self.bins[i] += n;
+    }
+
+    /// The bins' widths, µs, and their token counts.
+    pub fn bins(&self) -> (u64, &[f64]) {
+        (self.bin_us, &self.bins)
+    }
+
+    /// The bins that will not change: all of a finished run's; while a run goes,
+    /// those that ended before any request still in flight can have started
+    /// (requests reach the chart when they end, with all their tokens).
+    fn settled(&self) -> &[f64] {
+        if !self.from_run_start {
+            return &self.bins;
+        }
+        let settled_until = self.last_end_us.saturating_sub(self.longest_us);
+        let n = (settled_until.saturating_sub(self.origin_us) / self.bin_us) as usize;
+        &self.bins[..n.min(self.bins.len())]
+    }
+
+    /// The chart. `None` before any token (while a run goes: before any bin is
+    /// settled).
+    pub fn draw(&self, lang: Lang) -> Option<String> {
+        let settled = self.settled();
+        if !settled.iter().any(|&n| n > 0.0) {
+            return None;
+        }
+        let bin_s = self.bin_us as f64 / 1e6;
+        let rates: Vec<f64> = settled.iter().map(|n| n / bin_s).collect();
+        let (plot_left, plot_right) = (LEFT, WIDTH - RIGHT);
+        let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
+        let (top_s, step_s) = nice_top(rates.len() as f64 * bin_s);
+        let (top_rate, step_rate) = nice_top(rates.iter().copied().fold(0.0, f64::max));
+        let x = |s: f64| plot_left + s.min(top_s) / top_s * (plot_right - plot_left);
+        let y = |rate: f64| plot_bottom - rate / top_rate * (plot_bottom - plot_top);
+        let at_s = |us: u64| us.saturating_sub(self.origin_us) as f64 / 1e6;
+
+        let title = say(
             lang,
-            "seconds since the first request",
-            "自第一个请求起的秒数",
-        ),
-    );
-    // A step line: each bin's rate held across its width.
-    let mut points = Vec::with_capacity(rates.len() * 2);
-    for (i, rate) in rates.iter().enumerate() {
-        let from = i as f64 * bin_us as f64 / 1e6;
-        let to = from + bin_us as f64 / 1e6;
-        points.push((x(from), y(*rate)));
-        points.push((x(to), y(*rate)));
+            "Output tokens per second over the run",
+            "运行过程中每秒输出 token",
+        );
+        let mut svg = Svg::default();
+        svg.raw(&format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="chart-over-time" data-bins="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
+            rates.len(),
+            escape(title)
+        ));
+        let bin_label = match lang {
+            Lang::En => format!("{} s bins", figure(bin_s)),
+            Lang::Zh => format!("每 {} 秒一格", figure(bin_s)),
+        };
+        svg.text(
+            "chart-title",
+            (0.0, 16.0),
+            "start",
+            &format!("{title} · {bin_label}"),
+        );
+        for (i, &(concurrency, from, to)) in self.spans.iter().enumerate() {
+            let (x0, x1) = (x(at_s(from)), x(at_s(to)));
+            let label = match concurrency {
+                0 => say(lang, "open loop", "开环").to_owned(),
+                c => c.to_string(),
+            };
+            svg.raw(&format!(
+                r#"<g class="level-span{}" data-testid="over-time-level" data-concurrency="{concurrency}"><rect x="{}" y="{}" width="{}" height="{}"/>"#,
+                if i % 2 == 0 { "" } else { " odd" },
+                px(x0),
+                px(plot_top),
+                px((x1 - x0).max(1.0)),
+                px(plot_bottom - plot_top)
+            ));
+            svg.text(
+                "level-label",
+                ((x0 + x1) / 2.0, plot_top - 6.0),
+                "middle",
+                &label,
+            );
+            svg.raw("</g>");
+        }
+        for k in 0..=(top_rate / step_rate).round() as usize {
+            let rate = k as f64 * step_rate;
+            svg.line("grid", (plot_left, y(rate)), (plot_right, y(rate)));
+            svg.text(
+                "tick",
+                (plot_left - 8.0, y(rate) + 4.0),
+                "end",
+                &figure(rate),
+            );
+        }
+        for k in 0..=(top_s / step_s).round() as usize {
+            let s = k as f64 * step_s;
+            svg.line("tick-mark", (x(s), plot_bottom), (x(s), plot_bottom + 4.0));
+            svg.text("tick", (x(s), plot_bottom + 17.0), "middle", &figure(s));
+        }
+        svg.line("axis", (plot_left, plot_bottom), (plot_right, plot_bottom));
+        svg.text(
+            "axis-unit",
+            (plot_left - 8.0, plot_top - 10.0),
+            "end",
+            say(lang, "tok/s", "token/秒"),
+        );
+        svg.text(
+            "axis-title",
+            ((plot_left + plot_right) / 2.0, HEIGHT - 8.0),
+            "middle",
+            if self.from_run_start {
+                say(lang, "seconds since the run started", "自运行开始起的秒数")
+            } else {
+                say(
+                    lang,
+                    "seconds since the first request",
+                    "自第一个请求起的秒数",
+                )
+            },
+        );
+        // A step line: each bin's rate held across its width.
+        let mut points = Vec::with_capacity(rates.len() * 2);
+        for (i, rate) in rates.iter().enumerate() {
+            let from = i as f64 * bin_s;
+            points.push((x(from), y(*rate)));
+            points.push((x(from + bin_s), y(*rate)));
+        }
+        svg.polyline("series s1", &points);
+        svg.raw("</svg>");
+        Some(svg.finish())
     }
-    svg.polyline("series s1", &points);
-    svg.raw("</svg>");
-    Some(svg.finish())
+}
+
+/// Output tokens/s over a finished run. `None` without successful requests (or
+/// without records: a run kept without them).
+pub fn over_time(document: &RunDocument, lang: Lang) -> Option<String> {
+    OverTime::of(document)?.draw(lang)
 }

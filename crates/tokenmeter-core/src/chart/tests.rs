@@ -245,17 +245,86 @@ fn tokens_over_time_add_up_with_or_without_per_token_times() {
         .filter(|r| r.is_ok())
         .filter_map(|r| r.n_out)
         .sum();
-    let span =
-        document.records.iter().map(|r| r.end_us).max().unwrap() - document.records[0].wanted_us;
-    let n_bins = (span / 1_000_000 + 1) as usize;
-    let per_bin = over_time::bins(&document, document.records[0].wanted_us, 1_000_000, n_bins);
-    assert!((per_bin.iter().sum::<f64>() - total as f64).abs() < 1e-9);
+    let sum = |o: &OverTime| o.bins().1.iter().sum::<f64>();
+    let timed = OverTime::of(&document).unwrap();
+    assert_eq!(timed.bins().0, 1_000_000);
+    assert!((sum(&timed) - total as f64).abs() < 1e-9);
+    // Kept without per-token times (history): spread, the same total.
     let mut kept = document.clone();
     kept.records
         .iter_mut()
         .for_each(|r| r.token_times_us.clear());
-    let spread = over_time::bins(&kept, kept.records[0].wanted_us, 1_000_000, n_bins);
-    assert!((spread.iter().sum::<f64>() - total as f64).abs() < 1e-6);
-    assert_eq!(over_time::bin_us(60_000_000), 1_000_000);
-    assert_eq!(over_time::bin_us(3_600_000_000), 5_000_000);
+    let spread = OverTime::of(&kept).unwrap();
+    assert!((sum(&spread) - total as f64).abs() < 1e-6);
+    assert_eq!(spread.bins().1.len(), timed.bins().1.len());
+}
+
+#[test]
+fn a_long_run_merges_bins_and_loses_no_token() {
+    let document = document();
+    let mut live = OverTime::live();
+    assert!(
+        live.draw(Lang::En).is_none(),
+        "nothing before the first token"
+    );
+    let mut late = document.records[0].clone();
+    // An hour into the run: 3,600 one-second bins would be too many.
+    let shift = 3_600_000_000;
+    late.wanted_us += shift;
+    late.sent_us += shift;
+    late.end_us += shift;
+    late.first_token_us = late.first_token_us.map(|t| t + shift);
+    late.last_token_us = late.last_token_us.map(|t| t + shift);
+    late.token_times_us.iter_mut().for_each(|t| *t += shift);
+    for r in document.records.iter().chain([&late]) {
+        live.add(r);
+    }
+    let (bin_us, bins) = live.bins();
+    assert_eq!(bin_us, 4_000_000);
+    assert!(bins.len() <= over_time::MAX_BINS);
+    let total: u64 = document
+        .records
+        .iter()
+        .chain([&late])
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.n_out)
+        .sum();
+    assert!((bins.iter().sum::<f64>() - total as f64).abs() < 1e-9);
+    // Live, the last bins wait for the requests that may still add to them.
+    let svg = live.draw(Lang::En).unwrap();
+    assert!(svg.contains("seconds since the run started"));
+    let drawn: usize = svg
+        .split(r#"data-bins=""#)
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(drawn < bins.len(), "{drawn} of {}", bins.len());
+    let finished = OverTime::of(&document).unwrap();
+    let svg = finished.draw(Lang::En).unwrap();
+    assert!(svg.contains(&format!(r#"data-bins="{}""#, finished.bins().1.len())));
+}
+
+#[test]
+fn the_live_chart_has_every_level_on_its_axis_and_points_where_there_are_figures() {
+    let point = |concurrency, done: bool| LivePoint {
+        concurrency,
+        ttft_p50_ms: done.then_some(100.0),
+        ttft_p95_ms: done.then_some(150.0),
+        output_tps: done.then_some(80.0 * f64::from(concurrency)),
+    };
+    let svg = live(&[point(1, true), point(2, true), point(4, false)], Lang::En).unwrap();
+    assert!(svg.contains(r#"data-testid="chart-live""#));
+    assert_eq!(concurrencies(&svg, "chart-point"), [1, 2, 1, 2, 1, 2]);
+    assert!(
+        svg.contains(r#"text-anchor="middle">4</text>"#),
+        "level 4 is on the axis already"
+    );
+    assert!(
+        live(&[point(0, true)], Lang::En).is_none(),
+        "open loop: no concurrency axis"
+    );
 }
