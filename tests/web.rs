@@ -71,7 +71,7 @@ async fn the_ladder_is_parsed_as_typed() {
         .unwrap()
         .text_content()
         .unwrap();
-    assert!(note.starts_with("5 levels"), "{note}");
+    assert!(note.starts_with("4 levels"), "{note}");
     type_into(&root, "levels", "16, 4 1");
     settle().await;
     let note = by_testid(&root, "levels-note")

@@ -17,7 +17,7 @@ test('the page renders its title and panels', async () => {
   assert.equal(await app.byTestId('config-panel').isVisible(), true);
   assert.equal(await app.byTestId('results-panel').isVisible(), true);
   assert.equal(await app.byTestId('base-url').inputValue(), 'http://127.0.0.1:8000/v1');
-  assert.match(await app.byTestId('levels-note').textContent(), /^5 levels/);
+  assert.match(await app.byTestId('levels-note').textContent(), /^4 levels/);
   const path = screenshotPath('shell.png');
   await app.screenshot(path);
   assert.ok(existsSync(path) && statSync(path).size > 10_000, 'a real screenshot was written');

@@ -481,14 +481,14 @@ mod tests {
         let [ladder, arrivals, _] = <[Plan; 3]>::try_from(plans()).unwrap();
         let mut draft = PlanDraft::from_plan(&ladder);
         draft.fill(&arrivals);
-        assert_eq!(draft.levels, "1,2,4,8,16", "the ladder is still there");
+        assert_eq!(draft.levels, "1,2,4,6", "the ladder is still there");
         assert_eq!(draft.requests_per_level, "40");
         draft.load = LoadKind::Ladder;
         let back = draft.to_plan(&ladder).unwrap();
         assert_eq!(
             back.load,
             LoadMode::Ladder {
-                levels: vec![1, 2, 4, 8, 16],
+                levels: vec![1, 2, 4, 6],
                 requests_per_level: 40
             }
         );

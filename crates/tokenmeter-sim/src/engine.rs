@@ -57,8 +57,9 @@ use tokio::sync::mpsc::{self as tokio_mpsc, UnboundedSender};
 /// The model's parameters, with defaults for a small model on one GPU.
 #[derive(Clone, Copy, Debug, Args, Serialize)]
 pub struct EngineParams {
-    /// Sequences decoded at once; more wait in a queue.
-    #[arg(long, default_value_t = 8)]
+    /// Sequences decoded at once; more wait in a queue. Four puts the knee of the
+    /// page's default ladder (1, 2, 4, 6) inside it.
+    #[arg(long, default_value_t = 4)]
     pub max_batch: usize,
     /// Decode step time with one sequence, ms.
     #[arg(long, default_value_t = 20.0)]
