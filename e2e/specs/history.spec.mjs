@@ -37,6 +37,16 @@ test('runs are kept, compared, viewed, deleted and imported', async () => {
   const compared = await page.$$eval('[data-testid="compare-row"]', (rows) => rows.map((r) => r.dataset.concurrency));
   assert.deepEqual(compared, ['1', '2']);
   assert.match(await app.byTestId('comparison').textContent(), /%\)/);
+  // Drawn over each other, and said in words.
+  for (const series of ['ttft_p95_now', 'ttft_p95_baseline', 'output_tps_now', 'output_tps_baseline']) {
+    const at = await page
+      .locator(`[data-testid="compare-chart"] [data-testid="chart-point"][data-series="${series}"]`)
+      .evaluateAll((ps) => ps.map((p) => Number(p.dataset.concurrency)));
+    assert.deepEqual(at, [1, 2], series);
+  }
+  const said = await app.byTestId('compare-said').locator('li').allTextContents();
+  assert.ok(said.length >= 1, 'the differences are said');
+  assert.ok(said.some((s) => /knee|p95 TTFT|output tokens\/s|10%/.test(s)), said.join(' | '));
   await app.screenshot(screenshotPath('history-compare.png'));
 
   // Kept across a reload; a kept run can be viewed again.
@@ -180,5 +190,41 @@ test('runs kept in local storage by an earlier version move into IndexedDB', asy
   assert.deepEqual(await historyIds(page), [document.run_id, older.run_id], 'both, in their order');
   assert.deepEqual(await storedIds(app, 2), [document.run_id, older.run_id]);
   assert.equal(await page.evaluate(() => localStorage.getItem('tokenmeter.history.v1')), null, 'moved, not copied');
+  await context.close();
+});
+
+test('a vLLM bench serve result imports into history and compares with a run', async () => {
+  const fixture = await readFile(new URL('../../crates/tokenmeter-core/tests/fixtures/vllm-detailed.json', import.meta.url), 'utf8');
+  const context = await suite.browser.newContext({ viewport: { width: 1280, height: 1200 } });
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  const importText = async (text) => {
+    if (!(await app.byTestId('history-import-text').isVisible())) await app.byTestId('history').locator('details summary').click();
+    await app.fill('history-import-text', text);
+    await app.byTestId('history-import').click();
+  };
+  // Without per-request data it cannot: the error says how to get a result that can.
+  const summaryOnly = JSON.parse(fixture);
+  for (const key of ['ttfts', 'itls', 'output_lens', 'input_lens', 'errors', 'generated_texts', 'start_times']) delete summaryOnly[key];
+  await importText(JSON.stringify(summaryOnly));
+  assert.match(await app.byTestId('history-import-error').textContent(), /--save-detailed/);
+  await importText(fixture);
+  await app.byTestId('history-row').first().waitFor();
+  const [vllmId] = await historyIds(page);
+  assert.match(vllmId, /^vllm-/);
+  await app.byTestId('history-view').first().click();
+  const [row] = await app.resultsRows();
+  assert.deepEqual([row.concurrency, row.n_ok, row.n_fail, row.ttft_p50, row.output_tps], [2, '3', '1', '200.0', '123.4']);
+  assert.match(await app.byTestId('environment-notes').textContent(), /imported from vLLM bench serve .* browser wait/);
+  // This browser's run at the same concurrency, compared with vLLM's.
+  await page.locator(`[data-testid="history-row"][data-run-id="${vllmId}"] [data-testid="history-compare"]`).click();
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '2', 'requests-per-level': 4, 'max-tokens': 8, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('done');
+  await app.byTestId('comparison').waitFor();
+  assert.equal(await app.byTestId('comparison').getAttribute('data-baseline'), vllmId);
+  assert.equal(await page.locator('[data-testid="compare-chart"] [data-testid="chart-point"][data-series="ttft_p95_baseline"]').count(), 1);
+  await app.screenshot(screenshotPath('history-vllm-compare.png'));
   await context.close();
 });

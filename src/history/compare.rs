@@ -1,8 +1,12 @@
-//! A run against the baseline from history, level by level: TTFT p50/p95, TPOT
-//! p50 and output tokens/s, each with its change in percent.
+//! A run against the baseline from history: what changed, in words; p95 TTFT and
+//! output tokens/s of both drawn over each other; and level by level, TTFT p50/p95,
+//! TPOT p50 and output tokens/s, each with its change in percent.
 
 use leptos::prelude::*;
-use tokenmeter_core::{report::RunDocument, stats::Distribution, summary::Summary};
+use tokenmeter_core::{
+    chart, compare::differences, error::Lang, report::RunDocument, stats::Distribution,
+    summary::Summary,
+};
 
 fn p(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> Option<f64> {
     d.map(|d| pick(&d))
@@ -36,8 +40,10 @@ fn compare_row(now: &Summary, then: Option<&Summary>) -> impl IntoView {
     }
 }
 
-/// This run against a baseline from history, level by level.
-pub fn comparison(now: &RunDocument, then: &RunDocument) -> impl IntoView {
+/// This run against a baseline from history.
+pub fn comparison(now: &RunDocument, then: &RunDocument, lang: Lang) -> impl IntoView {
+    let said = differences(now, then, lang);
+    let overlay = chart::compare(now, then, lang);
     let title = format!("Compared with {} ({})", then.started_at, then.plan.model);
     let rows = now
         .levels
@@ -53,6 +59,10 @@ pub fn comparison(now: &RunDocument, then: &RunDocument) -> impl IntoView {
     view! {
         <div class="comparison" data-testid="comparison" data-baseline=then.run_id.clone()>
             <h3>{title}</h3>
+            <ul class="compare-said" data-testid="compare-said">
+                {said.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
+            </ul>
+            {overlay.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })}
             <table class="grid">
                 <thead>
                     <tr>

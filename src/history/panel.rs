@@ -6,13 +6,26 @@ use leptos::prelude::*;
 use tokenmeter_core::report::{RunDocument, RunStatus};
 
 use super::History;
+
+/// `text` as a run document: tokenmeter's own, or a vLLM `bench serve` result.
+fn import(text: &str) -> Result<RunDocument, String> {
+    RunDocument::from_json(text).or_else(|own| {
+        let is_ours = serde_json::from_str::<serde_json::Value>(text)
+            .is_ok_and(|v| v.get("schema").is_some());
+        if is_ours {
+            return Err(own);
+        }
+        tokenmeter_core::vllm::import(text)
+    })
+}
 use crate::run::RunController;
 
 #[component]
 pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
     let import_error = RwSignal::new(None::<String>);
     let import_text = RwSignal::new(String::new());
-    let on_import = move |_| match RunDocument::from_json(&import_text.get_untracked()) {
+    // A tokenmeter run document, or a vLLM bench serve result (--save-detailed).
+    let on_import = move |_| match import_text.with_untracked(|text| import(text)) {
         Ok(document) => {
             history.keep(&document);
             import_error.set(None);
@@ -56,7 +69,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                 <p class="callout warn" data-testid="history-storage-note">{note}</p>
             })}
             <details class="import">
-                <summary>"Import a run document (JSON)"</summary>
+                <summary>"Import a run document, or a vLLM bench serve result (JSON)"</summary>
                 <textarea
                     data-testid="history-import-text"
                     rows="3"

@@ -42,7 +42,7 @@ pub fn Finished(
             history
                 .baseline_document()
                 .filter(|then| then.run_id != now.run_id)
-                .map(|then| comparison(&now, &then))
+                .map(|then| comparison(&now, &then, lang.get()))
         }
     };
     let any_reasoning = document.records.iter().any(|r| r.n_reasoning_events > 0);

@@ -89,6 +89,9 @@ pub enum RunCondition {
     /// The run as kept in the browser's history lost its per-request records (too
     /// large for the browser's storage); the summaries, verdict and notes stay.
     RecordsNotKept { n_records: u64 },
+    /// The run was imported from another tool's result (`tool`), which does not
+    /// measure what `missing` lists.
+    Imported { tool: String, missing: Vec<String> },
     /// A level bounded by time sent as many requests as one run may hold
     /// ([`crate::plan::MAX_REQUESTS_PER_RUN`]) and stopped before its time was up.
     RequestCapReached { concurrency: u32, limit: u32 },
@@ -234,6 +237,16 @@ impl RunCondition {
                     format!("历史记录里的这次运行没有保存 {n_records} 条逐请求记录（超出浏览器存储的容量），汇总、结论和说明都还在；要保留全部记录，请在运行结束时导出 JSON")
                 } else {
                     format!("kept in history without its {n_records} per-request records (too large for this browser's storage); the summaries, verdict and notes are whole; export the JSON when a run ends to keep everything")
+                }
+            }
+            RunCondition::Imported {
+                ref tool,
+                ref missing,
+            } => {
+                if zh {
+                    format!("从 {tool} 的结果导入（在服务端运行的客户端，而不是本浏览器）；它没有测量：{}；吞吐量是它自己在其运行时长上算出的", missing.join("；"))
+                } else {
+                    format!("imported from {tool} results (a client on the server side, not this browser); it does not measure: {}; the throughputs are its own, over its duration", missing.join("; "))
                 }
             }
             RunCondition::RequestCapReached { concurrency, limit } => {

@@ -268,7 +268,7 @@ fn redacted(text: &str, secrets: &[&str]) -> String {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
-fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

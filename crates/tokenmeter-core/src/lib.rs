@@ -17,6 +17,7 @@
 
 pub mod browser;
 pub mod chart;
+pub mod compare;
 pub mod condition;
 pub mod draft;
 pub mod error;
@@ -31,3 +32,4 @@ pub mod stats;
 pub mod stream;
 pub mod summary;
 pub mod verdict;
+pub mod vllm;

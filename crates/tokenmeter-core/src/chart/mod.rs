@@ -16,7 +16,8 @@
 //! - [`cdf`]: how TTFT and ITL are spread, a curve per level;
 //! - [`over_time`]: output tokens/s over the run, the levels shaded ([`OverTime`]
 //!   grows it request by request while a run goes);
-//! - [`live`]: TTFT and output tokens/s against concurrency while a run goes.
+//! - [`live`]: TTFT and output tokens/s against concurrency while a run goes;
+//! - [`compare`]: a run over a baseline.
 
 mod cdf;
 mod over_time;
@@ -631,6 +632,71 @@ pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
             markers: markers(document, &levels, lang),
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
+            lang,
+        }
+        .draw(),
+    )
+}
+
+/// This run over a baseline: p95 TTFT and output tokens/s against concurrency, one
+/// line each, the baseline dashed. `None` when neither has a level. Hook:
+/// `compare-chart`; its points' `data-series` end in `_now` or `_baseline`.
+pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<String> {
+    let (now_levels, then_levels) = (levels(now), levels(then));
+    let mut ticks: Vec<(f64, String)> = ticks(&now_levels);
+    for tick in self::ticks(&then_levels) {
+        if !ticks.iter().any(|t| t.0 == tick.0) {
+            ticks.push(tick);
+        }
+    }
+    if ticks.is_empty() {
+        return None;
+    }
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let this_run = say(lang, "this run", "本次");
+    let baseline = say(lang, "baseline", "基线");
+    let ttft = |levels: &[Level<'_>], key, label: &str, class| {
+        series(levels, key, format!("TTFT p95 · {label}"), class, |s| {
+            p95(s.ttft_ms)
+        })
+    };
+    let tps = |levels: &[Level<'_>], key, label: &str, class| {
+        series(
+            levels,
+            key,
+            format!("{} · {label}", say(lang, "output tok/s", "输出 token/秒")),
+            class,
+            |s| (s.n_ok > 0).then_some(s.output_tps),
+        )
+    };
+    Some(
+        Chart {
+            testid: "compare-chart",
+            title: say(lang, "This run against the baseline", "本次与基线对比").into(),
+            x_title: say(lang, "concurrency", "并发数"),
+            panels: vec![
+                Panel {
+                    title: say(lang, "p95 TTFT", "p95 TTFT").into(),
+                    unit: say(lang, "ms", "毫秒"),
+                    series: vec![
+                        ttft(&now_levels, "ttft_p95_now", this_run, "s1"),
+                        ttft(&then_levels, "ttft_p95_baseline", baseline, "s2 dashed"),
+                    ],
+                    limit: None,
+                },
+                Panel {
+                    title: say(lang, "Output tokens per second", "每秒输出 token").into(),
+                    unit: say(lang, "tok/s", "token/秒"),
+                    series: vec![
+                        tps(&now_levels, "output_tps_now", this_run, "s1"),
+                        tps(&then_levels, "output_tps_baseline", baseline, "s2 dashed"),
+                    ],
+                    limit: None,
+                },
+            ],
+            markers: Vec::new(),
+            ticks,
+            open_loop: false,
             lang,
         }
         .draw(),

@@ -162,7 +162,21 @@ impl OverTime {
             return None;
         }
         let bin_s = self.bin_us as f64 / 1e6;
-        let rates: Vec<f64> = settled.iter().map(|n| n / bin_s).collect();
+        // A finished run's last bin is cut by the run's end: its rate is over the
+        // part the run covered, not the whole bin (which would read as a drop).
+        let width_s = |i: usize| {
+            let start_us = self.origin_us + i as u64 * self.bin_us;
+            if !self.from_run_start && i + 1 == settled.len() {
+                (self.last_end_us.saturating_sub(start_us)).clamp(1, self.bin_us) as f64 / 1e6
+            } else {
+                bin_s
+            }
+        };
+        let rates: Vec<f64> = settled
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n / width_s(i))
+            .collect();
         let (plot_left, plot_right) = (LEFT, WIDTH - RIGHT);
         let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
         let (top_s, step_s) = nice_top(rates.len() as f64 * bin_s);
@@ -255,7 +269,7 @@ impl OverTime {
         for (i, rate) in rates.iter().enumerate() {
             let from = i as f64 * bin_s;
             points.push((x(from), y(*rate)));
-            points.push((x(from + bin_s), y(*rate)));
+            points.push((x(from + width_s(i)), y(*rate)));
         }
         svg.polyline("series s1", &points);
         svg.raw("</svg>");

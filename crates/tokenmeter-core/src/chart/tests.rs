@@ -328,3 +328,48 @@ fn the_live_chart_has_every_level_on_its_axis_and_points_where_there_are_figures
         "open loop: no concurrency axis"
     );
 }
+
+#[test]
+fn the_run_end_cuts_the_last_bin_without_a_false_drop() {
+    // One request streaming a token every 100 ms for 2.5 s: 10 tokens/s throughout.
+    let mut document = document();
+    let mut r = tests_support::record(1, 1, 100, 100);
+    let start = r.first_token_us.unwrap();
+    r.token_times_us = (0..25).map(|i| start + i * 100_000).collect();
+    r.n_out = Some(25);
+    r.last_token_us = r.token_times_us.last().copied();
+    r.wanted_us = start;
+    r.end_us = start + 2_500_000;
+    document.records = vec![r];
+    let svg = over_time(&document, Lang::En).unwrap();
+    let line = svg
+        .split(r#"<polyline class="series s1" points=""#)
+        .nth(1)
+        .unwrap();
+    let heights: std::collections::BTreeSet<&str> = line
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|p| p.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(heights.len(), 1, "one rate all along: {heights:?}");
+}
+
+#[test]
+fn the_comparison_overlays_both_runs() {
+    let now = document();
+    let mut then = document();
+    then.levels.retain(|l| l.concurrency != Some(4));
+    let svg = compare(&now, &then, Lang::En).unwrap();
+    assert!(svg.contains(r#"data-testid="compare-chart""#));
+    let count_of = |series: &str| count(&svg, &format!(r#"data-series="{series}""#));
+    assert_eq!(count_of("ttft_p95_now"), 3);
+    assert_eq!(
+        count_of("ttft_p95_baseline"),
+        2,
+        "the baseline had no level 4"
+    );
+    assert_eq!(count_of("output_tps_now"), 3, "no output at 8: no point");
+    assert!(svg.contains("TTFT p95 · baseline"));
+}
