@@ -57,7 +57,11 @@ pub fn run(args: &[String]) -> Result<()> {
             "bench load: 1 to 256 streams, tokenmeter against a baseline page and the truth",
             || page_bench(&root, &["e2e/bench/load.mjs"]),
         ),
-        _ => Err("usage: cargo xtask bench core|sim|accuracy|load|memory".into()),
+        Some("size") => step(
+            "bench size: what a user downloads, and how soon the page is up",
+            || page_bench(&root, &["e2e/bench/size.mjs"]),
+        ),
+        _ => Err("usage: cargo xtask bench core|sim|accuracy|load|memory|size".into()),
     }
 }
 
@@ -79,6 +83,7 @@ fn page_bench(root: &std::path::Path, scripts: &[&str]) -> Result<()> {
         "./",
     ]);
     exec(&mut trunk)?;
+    crate::wasm_opt::apply(&root.join(BENCH_DIST))?;
     crate::csp::apply(&root.join(BENCH_DIST))?;
     exec(Command::new("cargo").current_dir(root).args([
         "build",

@@ -6,7 +6,7 @@
 //! - `cargo xtask build`: the release build of the page into `dist/` (relative asset paths).
 //! - `cargo xtask setup`: only the setup (toolchain, trunk, wasm-bindgen, the three
 //!   browser engines and their drivers, node).
-//! - `cargo xtask bench core|sim|accuracy|load|memory`: benchmarks that print figures.
+//! - `cargo xtask bench core|sim|accuracy|load|memory|size`: benchmarks that print figures.
 
 mod bench;
 mod csp;
@@ -14,6 +14,7 @@ mod serve;
 mod setup;
 mod test;
 mod util;
+mod wasm_opt;
 
 use std::process::ExitCode;
 
@@ -24,7 +25,7 @@ usage: cargo xtask <command>
   test [--skip-browser]             fmt, clippy (native + wasm32), unit tests, browser tests
   build                             release build into dist/ (works from any sub-path)
   setup                             install what is missing, print what was found
-  bench core|sim|accuracy|load|memory  benchmarks; they print figures, they assert nothing
+  bench core|sim|accuracy|load|memory|size  benchmarks; they print figures, they assert nothing
 ";
 
 fn main() -> ExitCode {

@@ -33,12 +33,13 @@ pub fn run(args: &[String]) -> Result<()> {
 /// The release build: LTO, relative asset paths so `dist/` works under any sub-path.
 pub fn release_build() -> Result<()> {
     let env = setup::ensure(Needs::default())?;
-    step("trunk build --release", || {
+    step("trunk build --release, then wasm-opt -Oz", || {
         let mut trunk = env.wasm_command("trunk");
         trunk
             .current_dir(project_root())
             .args(["build", "--release", "--public-url", "./"]);
         exec(&mut trunk)?;
+        crate::wasm_opt::apply(&project_root().join("dist"))?;
         crate::csp::apply(&project_root().join("dist"))
     })?;
     println!("\ndist/ is ready: copy it to any static host, at its root or under a sub-path");

@@ -1,0 +1,69 @@
+// `cargo xtask bench size`: what a user downloads (the release build, after
+// wasm-opt: every file raw and gzipped, and the total) and how soon the page is up
+// in headless Chromium on this machine: first contentful paint, and interactive
+// (the app mounted and its Run button there), median and range of several cold
+// loads, each in a fresh tab with the cache off. Prints figures; asserts nothing.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { serveStatic } from '../lib/static-server.mjs';
+import { launchBare } from './cdp.mjs';
+
+const LOADS = Number(process.env.TOKENMETER_BENCH_LOADS ?? 7);
+const dist = process.env.TOKENMETER_DIST;
+
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+const files = readdirSync(dist)
+  .filter((f) => statSync(join(dist, f)).isFile())
+  .map((f) => {
+    const bytes = readFileSync(join(dist, f));
+    return { f, raw: bytes.length, gz: gzipSync(bytes, { level: 9 }).length };
+  })
+  .sort((a, b) => b.gz - a.gz);
+console.log('\nfile                                      raw        gzip -9');
+for (const { f, raw, gz } of files) console.log(`${f.padEnd(40)} ${kib(raw).padStart(11)} ${kib(gz).padStart(11)}`);
+const total = files.reduce((t, x) => ({ raw: t.raw + x.raw, gz: t.gz + x.gz }), { raw: 0, gz: 0 });
+console.log(`${'all'.padEnd(40)} ${kib(total.raw).padStart(11)} ${kib(total.gz).padStart(11)}`);
+
+const site = await serveStatic(dist, '/');
+const browser = await launchBare();
+const paints = [];
+const interactive = [];
+try {
+  for (let i = 0; i < LOADS; i++) {
+    const page = await browser.newPage('about:blank');
+    await page.send('Network.enable');
+    await page.send('Network.setCacheDisabled', { cacheDisabled: true });
+    // Stamped in the page itself, from its first line: the first contentful paint,
+    // and when the Run button first exists.
+    await page.send('Page.addScriptToEvaluateOnNewDocument', {
+      source: `(() => {
+        new PerformanceObserver((list) => {
+          for (const e of list.getEntries()) if (e.name === 'first-contentful-paint') globalThis.__fcp = e.startTime;
+        }).observe({ type: 'paint', buffered: true });
+        new MutationObserver((_, observer) => {
+          if (document.querySelector('[data-testid="run"]')) {
+            globalThis.__interactive = performance.now();
+            observer.disconnect();
+          }
+        }).observe(document, { childList: true, subtree: true });
+      })()`,
+    });
+    const loaded = page.once('Page.loadEventFired');
+    await page.send('Page.navigate', { url: site.url });
+    await loaded;
+    await page.waitFor(`globalThis.__interactive !== undefined && globalThis.__fcp !== undefined`, 30_000, 50);
+    const t = await page.evaluate(`({ fcp: globalThis.__fcp, interactive: globalThis.__interactive })`);
+    paints.push(t.fcp);
+    interactive.push(t.interactive);
+    await page.close();
+  }
+} finally {
+  browser.close();
+  await site.close();
+}
+const stats = (xs) => {
+  const s = xs.filter((x) => x != null).sort((a, b) => a - b);
+  return `median ${s[Math.floor(s.length / 2)].toFixed(0)} ms (${s[0].toFixed(0)}–${s[s.length - 1].toFixed(0)})`;
+};
+console.log(`\n${LOADS} cold loads from loopback, cache off: first contentful paint ${stats(paints)}; interactive (the Run button exists) ${stats(interactive)}`);
