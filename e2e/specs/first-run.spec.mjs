@@ -31,6 +31,13 @@ test('the default plan on the simulator finishes with a knee and no warning', as
   assert.ok(tps[1] > tps[0] * 1.5 && tps[2] > tps[1] * 1.3, `throughput grows to 4: ${tps}`);
   assert.ok(tps[3] < tps[2] * 1.1, `and levels off at 6: ${tps}`);
   assert.equal(await app.byTestId('headline').getAttribute('data-concurrency'), '2');
+  // The diagnosis reads the queue at 6: p95 TTFT outgrows p50; said in both languages.
+  const causes = await page.locator('[data-testid="diagnosis-item"]').evaluateAll((items) => items.map((i) => i.dataset.cause));
+  assert.ok(causes.includes('queueing'), `diagnosis: ${causes}`);
+  assert.match(await page.locator('[data-testid="diagnosis-item"][data-cause="queueing"]').textContent(), /queueing is the main source of the long tail/);
+  await app.byTestId('lang-zh').click();
+  assert.match(await page.locator('[data-testid="diagnosis-item"][data-cause="queueing"]').textContent(), /排队是长尾的主要来源/);
+  await app.byTestId('lang-en').click();
   await app.screenshot(screenshotPath('first-run-en.png'));
   await page.close();
 });

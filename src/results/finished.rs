@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
+    diagnosis::diagnose,
     error::Lang,
     report::{RunDocument, RunStatus},
     stats::Distribution,
@@ -54,6 +55,7 @@ pub fn Finished(
     let (knee_attr, safe_attr) = (attr(verdict.knee), attr(verdict.safe_concurrency));
     let (knee, safe) = (cell(verdict.knee), cell(verdict.safe_concurrency));
     let errors = error_groups(&document);
+    let findings = diagnose(&document);
     // Which browser measured the run: engines differ (see the README's table).
     let measured_by = document.environment.browser().map(|browser| {
         let timer = document
@@ -135,6 +137,18 @@ pub fn Finished(
                     <dd data-testid="verdict-safe">{safe}</dd>
                 </dl>
                 <p data-testid="verdict-text">{verdict_text}</p>
+                {(!findings.is_empty()).then(|| view! {
+                    <div class="diagnosis" data-testid="diagnosis">
+                        <h4>{say(lang, "Where the bottleneck is", "瓶颈在哪里")}</h4>
+                        <ul>
+                            {findings.iter().map(|finding| {
+                                let cause = finding.cause().name();
+                                let finding = finding.clone();
+                                view! { <li data-testid="diagnosis-item" data-cause=cause>{move || finding.text(lang.get())}</li> }
+                            }).collect_view()}
+                        </ul>
+                    </div>
+                })}
             </div>
             {has_notes.then(|| view! {
                 <ul class="env-notes" data-testid="environment-notes">{notes}</ul>

@@ -103,6 +103,23 @@ impl RunDocument {
             say(lang, "Verdict", "结论"),
             escape(&self.verdict.text(lang))
         );
+        let findings = crate::diagnosis::diagnose(self);
+        if !findings.is_empty() {
+            let _ = write!(
+                out,
+                "<h2>{}</h2><ul data-testid=\"diagnosis\">",
+                say(lang, "Where the bottleneck is", "瓶颈在哪里")
+            );
+            for finding in findings {
+                let _ = write!(
+                    out,
+                    "<li data-cause=\"{}\">{}</li>",
+                    finding.cause().name(),
+                    escape(&finding.text(lang))
+                );
+            }
+            out.push_str("</ul>");
+        }
         let notes = self.environment.notes_in(lang);
         if !notes.is_empty() {
             let _ = write!(

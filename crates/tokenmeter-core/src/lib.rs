@@ -19,6 +19,7 @@ pub mod browser;
 pub mod chart;
 pub mod compare;
 pub mod condition;
+pub mod diagnosis;
 pub mod draft;
 pub mod error;
 pub mod headline;

@@ -1,0 +1,453 @@
+//! Where the bottleneck is, read from the levels as the reference article reads its
+//! table (§4, §6): a p95 TTFT that grows faster than p50 is queueing; a TPOT that
+//! rises at every step is decode; failures that appear only at the top are
+//! capacity; 429s are a quota; a slow first token with no load is prefill; time
+//! held in the browser is the browser's. Each finding carries the figures that
+//! triggered it and the direction the article gives, and nothing is said that the
+//! numbers do not support: every rule has a threshold, and levels the tool did not
+//! measure cleanly (see `Summary::distorted`) are left out, except by the browser
+//! finding, which is about them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{error::ErrorKind, error::Lang, report::RunDocument, summary::Summary};
+
+/// What a finding blames (the `data-cause` hook).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Queueing,
+    Prefill,
+    Decode,
+    CapacityErrors,
+    RateLimited,
+    Browser,
+}
+
+impl Cause {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Queueing => "queueing",
+            Cause::Prefill => "prefill",
+            Cause::Decode => "decode",
+            Cause::CapacityErrors => "capacity_errors",
+            Cause::RateLimited => "rate_limited",
+            Cause::Browser => "browser",
+        }
+    }
+}
+
+/// One finding: its cause and the figures behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Finding {
+    /// p95 TTFT grew `p95_growth` times from `from` to `to`, p50 only `p50_growth`.
+    Queueing {
+        from: u32,
+        to: u32,
+        p50_growth: f64,
+        p95_growth: f64,
+        p95_ms: f64,
+    },
+    /// TTFT p50 at the lowest level, with no one else in the queue.
+    Prefill {
+        concurrency: u32,
+        ttft_ms: f64,
+        tpot_ms: f64,
+        prompt_tokens: Option<f64>,
+    },
+    /// TPOT p50 rose at every step, `from_ms` → `to_ms`; per-request speed fell while
+    /// the total grew (when `batching` holds those figures).
+    Decode {
+        from: u32,
+        to: u32,
+        from_ms: f64,
+        to_ms: f64,
+        batching: Option<[f64; 4]>,
+    },
+    /// Failures (not configuration ones) at `levels` only, none below.
+    CapacityErrors {
+        first: u32,
+        n_failed: u64,
+        n_requests: u64,
+        below: u32,
+    },
+    /// 429s, from the level `first`.
+    RateLimited { first: u32, n: u64 },
+    /// The browser held requests back: at `concurrency`, browser wait p95 `wait_ms`
+    /// of a p95 TTFT of `ttft_ms` (or the level was left out of the verdict for it).
+    Browser {
+        concurrency: u32,
+        wait_ms: Option<f64>,
+        ttft_ms: Option<f64>,
+    },
+}
+
+/// Growth of p95 over p50 that counts as a tail of its own.
+const TAIL_EXCESS: f64 = 1.2;
+/// TPOT must rise by this much over the ladder, and not fall by more than
+/// [`STEP_TOLERANCE`] at any step, to name decode.
+const TPOT_GROWTH: f64 = 1.5;
+const STEP_TOLERANCE: f64 = 0.03;
+/// A first token this slow with no load (ms, and TPOTs) is prefill's.
+const PREFILL_MS: f64 = 1000.0;
+const PREFILL_TPOTS: f64 = 50.0;
+/// Browser wait this large a share of p95 TTFT is the browser's.
+const BROWSER_SHARE: f64 = 0.2;
+
+impl Finding {
+    pub fn cause(&self) -> Cause {
+        match self {
+            Finding::Queueing { .. } => Cause::Queueing,
+            Finding::Prefill { .. } => Cause::Prefill,
+            Finding::Decode { .. } => Cause::Decode,
+            Finding::CapacityErrors { .. } => Cause::CapacityErrors,
+            Finding::RateLimited { .. } => Cause::RateLimited,
+            Finding::Browser { .. } => Cause::Browser,
+        }
+    }
+
+    /// The finding and what to try, in `lang`.
+    pub fn text(&self, lang: Lang) -> String {
+        let zh = lang == Lang::Zh;
+        match *self {
+            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms } => if zh {
+                format!("从并发 {from} 到 {to}，p95 TTFT 涨了 {p95_growth:.1} 倍（到 {p95_ms:.0} 毫秒），p50 只涨了 {p50_growth:.1} 倍：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。")
+            } else {
+                format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 grew {p50_growth:.1}×: queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests.")
+            },
+            Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens } => {
+                let prompt = prompt_tokens.map(|n| if zh { format!("（提示约 {n:.0} 个 token）") } else { format!(" (prompts of about {n:.0} tokens)") }).unwrap_or_default();
+                if zh {
+                    format!("并发 {concurrency} 时没有排队，首 token 仍要 {ttft_ms:.0} 毫秒{prompt}，是 TPOT（{tpot_ms:.1} 毫秒）的 {:.0} 倍：时间花在预填充（以及网络）上。方向：缩短输入、前缀缓存、更快的预填充。", ttft_ms / tpot_ms)
+                } else {
+                    format!("at concurrency {concurrency}, with no queue, the first token still took {ttft_ms:.0} ms{prompt}, {:.0}× the TPOT of {tpot_ms:.1} ms: the time goes to prefill (and the network). Try shorter inputs, prefix caching, a faster prefill.", ttft_ms / tpot_ms)
+                }
+            }
+            Finding::Decode { from, to, from_ms, to_ms, batching } => {
+                let mut text = if zh {
+                    format!("TPOT p50 随并发逐档上升，从并发 {from} 的 {from_ms:.1} 毫秒到 {to} 的 {to_ms:.1} 毫秒（{:.1} 倍）：decode 阶段是瓶颈，batch 变大后每个请求解码变慢。方向：调整 batch 策略、量化、更快的解码 kernel（decode 吃显存带宽）。", to_ms / from_ms)
+                } else {
+                    format!("TPOT p50 rose at every step, from {from_ms:.1} ms at concurrency {from} to {to_ms:.1} ms at {to} ({:.1}×): decode is the bottleneck, each request decoding slower as the batch grows. Try the batch policy, quantisation, faster decode kernels (decode is bound by memory bandwidth).", to_ms / from_ms)
+                };
+                if let Some([tps_from, tps_to, total_from, total_to]) = batching {
+                    text.push(' ');
+                    text.push_str(&if zh {
+                        format!("单请求速度从 {tps_from:.1} 降到 {tps_to:.1} token/秒，而总输出从 {total_from:.0} 增到 {total_to:.0} token/秒：这是批处理正常的代价。")
+                    } else {
+                        format!("Per-request speed fell from {tps_from:.1} to {tps_to:.1} tokens/s while the total grew from {total_from:.0} to {total_to:.0}: the healthy price of batching.")
+                    });
+                }
+                text
+            }
+            Finding::CapacityErrors { first, n_failed, n_requests, below } => if zh {
+                format!("{n_failed} 个请求（共 {n_requests} 个）在并发 {first} 及以上失败，{below} 及以下没有：这是容量问题，不是通道坏了。方向：留在更低的并发，或横向扩容。")
+            } else {
+                format!("{n_failed} of {n_requests} requests failed from concurrency {first} up, none at {below} or below: that is capacity, not a broken channel. Stay below it, or scale out.")
+            },
+            Finding::RateLimited { first, n } => if zh {
+                format!("从并发 {first} 起，服务端限流了 {n} 个请求（429）：这是配额，不是算力。方向：申请更高的限额，或降低并发。")
+            } else {
+                format!("the server rate-limited {n} requests (429) from concurrency {first}: a quota, not capacity. Ask for a higher limit, or lower the concurrency.")
+            },
+            Finding::Browser { concurrency, wait_ms, ttft_ms } => match (wait_ms, ttft_ms, zh) {
+                (Some(wait), Some(ttft), false) => format!("at concurrency {concurrency} the browser held requests back {wait:.0} ms at p95 of a p95 TTFT of {ttft:.0} ms: part of the latency is this browser's, not the server's. Use an https:// endpoint (HTTP/2), or measure the level from another machine."),
+                (Some(wait), Some(ttft), true) => format!("并发 {concurrency} 时浏览器把请求压住了 p95 {wait:.0} 毫秒（p95 TTFT 为 {ttft:.0} 毫秒）：部分时延属于本浏览器而不是服务端。方向：使用 https:// 接口（HTTP/2），或从另一台机器测这一档。"),
+                (_, _, false) => format!("at concurrency {concurrency} the browser shaped the level (it is left out of the verdict): use an https:// endpoint (HTTP/2) to measure beyond it."),
+                (_, _, true) => format!("并发 {concurrency} 这一档受浏览器影响（未计入结论）：使用 https:// 接口（HTTP/2）才能测得更高。"),
+            },
+        }
+    }
+}
+
+fn p50_ms(s: &Summary, pick: fn(&Summary) -> Option<crate::stats::Distribution>) -> Option<f64> {
+    pick(s).map(|d| d.p50).filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The findings of `document`, in the order a person should read them.
+pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    // The browser first: it changes how everything else reads.
+    for level in &document.levels {
+        let Some(concurrency) = level.concurrency.filter(|&c| c > 0) else {
+            continue;
+        };
+        let wait = level.browser_wait_ms.map(|d| d.p95);
+        let ttft = level.ttft_ms.map(|d| d.p95);
+        let large_wait =
+            matches!((wait, ttft), (Some(w), Some(t)) if t > 0.0 && w >= BROWSER_SHARE * t);
+        if level.distorted.is_some() || large_wait {
+            findings.push(Finding::Browser {
+                concurrency,
+                wait_ms: wait,
+                ttft_ms: ttft,
+            });
+            break;
+        }
+    }
+    let clean: Vec<(u32, &Summary)> = document
+        .levels
+        .iter()
+        .filter(|s| s.distorted.is_none())
+        .filter_map(|s| Some((s.concurrency.filter(|&c| c > 0)?, s)))
+        .collect();
+    let answered: Vec<(u32, &Summary)> =
+        clean.iter().copied().filter(|(_, s)| s.n_ok > 0).collect();
+
+    if let (Some(&(from, lo)), Some(&(to, hi))) = (answered.first(), answered.last()) {
+        // Prefill: the lowest level, no queue.
+        if let (Some(ttft), Some(tpot)) = (p50_ms(lo, |s| s.ttft_ms), p50_ms(lo, |s| s.tpot_ms)) {
+            if ttft >= PREFILL_MS.max(PREFILL_TPOTS * tpot) {
+                let prompts: Vec<f64> = document
+                    .records
+                    .iter()
+                    .filter(|r| !r.warmup && r.concurrency == from && r.is_ok())
+                    .filter_map(|r| r.usage.as_ref()?.prompt_tokens)
+                    .map(|n| n as f64)
+                    .collect();
+                let prompt_tokens = (!prompts.is_empty())
+                    .then(|| prompts.iter().sum::<f64>() / prompts.len() as f64);
+                findings.push(Finding::Prefill {
+                    concurrency: from,
+                    ttft_ms: ttft,
+                    tpot_ms: tpot,
+                    prompt_tokens,
+                });
+            }
+        }
+        if to > from {
+            // Queueing: the tail outgrows the median.
+            let ttft = |s: &Summary| s.ttft_ms.filter(|d| d.p50 > 0.0 && d.p95 > 0.0);
+            if let (Some(a), Some(b)) = (ttft(lo), ttft(hi)) {
+                let (g50, g95) = (b.p50 / a.p50, b.p95 / a.p95);
+                if g95 >= TAIL_EXCESS * g50 && g95 > 1.0 {
+                    findings.push(Finding::Queueing {
+                        from,
+                        to,
+                        p50_growth: g50,
+                        p95_growth: g95,
+                        p95_ms: b.p95,
+                    });
+                }
+            }
+            // Decode: TPOT up at every step.
+            let tpots: Vec<f64> = answered
+                .iter()
+                .filter_map(|(_, s)| p50_ms(s, |s| s.tpot_ms))
+                .collect();
+            if tpots.len() == answered.len() && tpots.len() >= 2 {
+                let rising = tpots
+                    .windows(2)
+                    .all(|w| w[1] >= w[0] * (1.0 - STEP_TOLERANCE));
+                let (first, last) = (tpots[0], tpots[tpots.len() - 1]);
+                if rising && last >= TPOT_GROWTH * first {
+                    let tps = |s: &Summary| s.decode_tps.map(|d| d.mean);
+                    let batching = match (tps(lo), tps(hi)) {
+                        (Some(a), Some(b)) if b < a && hi.output_tps > lo.output_tps => {
+                            Some([a, b, lo.output_tps, hi.output_tps])
+                        }
+                        _ => None,
+                    };
+                    findings.push(Finding::Decode {
+                        from,
+                        to,
+                        from_ms: first,
+                        to_ms: last,
+                        batching,
+                    });
+                }
+            }
+        }
+    }
+
+    // Failures: 429s apart; the others when they start above a clean level.
+    let failed = |s: &Summary, kind: fn(ErrorKind) -> bool| -> u64 {
+        s.fails_by_kind
+            .iter()
+            .filter(|(k, _)| kind(**k))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let limited: Vec<(u32, u64)> = clean
+        .iter()
+        .map(|&(c, s)| (c, failed(s, |k| k == ErrorKind::RateLimited)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if let Some(&(first, _)) = limited.first() {
+        findings.push(Finding::RateLimited {
+            first,
+            n: limited.iter().map(|(_, n)| n).sum(),
+        });
+    }
+    let capacity = |k: ErrorKind| {
+        !matches!(
+            k,
+            ErrorKind::RateLimited
+                | ErrorKind::Auth
+                | ErrorKind::NotFound
+                | ErrorKind::BadRequest
+                | ErrorKind::Network
+                | ErrorKind::Cancelled
+        )
+    };
+    if let Some(i) = clean.iter().position(|(_, s)| failed(s, capacity) > 0) {
+        if i > 0 {
+            let tail = &clean[i..];
+            findings.push(Finding::CapacityErrors {
+                first: clean[i].0,
+                n_failed: tail.iter().map(|(_, s)| failed(s, capacity)).sum(),
+                n_requests: tail.iter().map(|(_, s)| s.n_ok + s.n_fail).sum(),
+                below: clean[i - 1].0,
+            });
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        plan::Plan,
+        report::{Environment, RunStatus},
+        stats::Distribution,
+    };
+
+    fn empty() -> RunDocument {
+        RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            Vec::new(),
+        )
+    }
+
+    fn dist(p50: f64, p95: f64, n: u64) -> Distribution {
+        Distribution {
+            n,
+            mean: p50,
+            std: 0.0,
+            min: p50,
+            max: p95,
+            p50,
+            p90: p95,
+            p95,
+            p99: p95,
+        }
+    }
+
+    /// A level as the article prints one.
+    fn level(
+        c: u32,
+        n_ok: u64,
+        n_fail: u64,
+        ttft: (f64, f64),
+        tpot: (f64, f64),
+        tps_mean: f64,
+        tps_sum: f64,
+    ) -> Summary {
+        let mut s = empty().total;
+        s.concurrency = Some(c);
+        s.n_requests = n_ok + n_fail;
+        s.n_ok = n_ok;
+        s.n_fail = n_fail;
+        if n_fail > 0 {
+            s.fails_by_kind.insert(ErrorKind::TimeoutMidStream, n_fail);
+        }
+        s.ttft_ms = Some(dist(ttft.0, ttft.1, n_ok));
+        s.tpot_ms = Some(dist(tpot.0, tpot.1, n_ok));
+        s.decode_tps = Some(dist(tps_mean, tps_mean, n_ok));
+        s.output_tps = tps_sum;
+        s
+    }
+
+    /// The article's §4 table.
+    fn article() -> RunDocument {
+        let mut doc = empty();
+        doc.levels = vec![
+            level(1, 8, 0, (420.5, 510.2), (18.3, 22.1), 54.6, 436.8),
+            level(2, 8, 0, (455.1, 620.7), (19.8, 25.4), 50.5, 808.0),
+            level(4, 8, 0, (530.9, 810.3), (23.6, 31.2), 42.4, 1356.8),
+            level(8, 8, 0, (720.4, 1250.6), (31.5, 45.8), 31.7, 2028.8),
+            level(16, 7, 1, (1180.2, 2400.9), (48.9, 72.3), 20.4, 2284.5),
+        ];
+        doc
+    }
+
+    #[test]
+    fn the_articles_table_reads_as_the_article_reads_it() {
+        let findings = diagnose(&article());
+        let causes: Vec<Cause> = findings.iter().map(Finding::cause).collect();
+        assert_eq!(
+            causes,
+            [Cause::Queueing, Cause::Decode, Cause::CapacityErrors]
+        );
+        let en: Vec<String> = findings.iter().map(|f| f.text(Lang::En)).collect();
+        assert!(en[0].starts_with("from concurrency 1 to 16, p95 TTFT grew 4.7× (to 2401 ms) while p50 grew 2.8×: queueing"), "{}", en[0]);
+        assert!(
+            en[1].contains(
+                "from 18.3 ms at concurrency 1 to 48.9 ms at 16 (2.7×): decode is the bottleneck"
+            ),
+            "{}",
+            en[1]
+        );
+        assert!(en[1].contains("fell from 54.6 to 20.4 tokens/s while the total grew from 437 to 2284: the healthy price of batching"), "{}", en[1]);
+        assert_eq!(en[2], "1 of 8 requests failed from concurrency 16 up, none at 8 or below: that is capacity, not a broken channel. Stay below it, or scale out.");
+        let zh: Vec<String> = findings.iter().map(|f| f.text(Lang::Zh)).collect();
+        assert!(zh[0].contains("排队是长尾的主要来源"));
+        assert!(zh[1].contains("decode 阶段是瓶颈"));
+        assert!(zh[2].contains("容量问题"));
+    }
+
+    #[test]
+    fn nothing_is_said_without_its_figures() {
+        // Flat latency, growing throughput: nothing to blame.
+        let mut doc = empty();
+        doc.levels = vec![
+            level(1, 8, 0, (100.0, 110.0), (20.0, 21.0), 50.0, 50.0),
+            level(2, 8, 0, (102.0, 112.0), (20.5, 21.5), 49.0, 98.0),
+            level(4, 8, 0, (104.0, 115.0), (21.0, 22.0), 48.0, 190.0),
+        ];
+        assert_eq!(diagnose(&doc), []);
+        // One level: no growth to read; a slow first token with no load is prefill.
+        doc.levels = vec![level(1, 8, 0, (2400.0, 2600.0), (20.0, 21.0), 50.0, 50.0)];
+        let findings = diagnose(&doc);
+        assert_eq!(findings.len(), 1);
+        assert!(findings[0]
+            .text(Lang::En)
+            .contains("first token still took 2400 ms"));
+        // Failures at every level, the lowest included: not capacity (a broken channel).
+        doc.levels = vec![
+            level(1, 7, 1, (100.0, 110.0), (20.0, 21.0), 50.0, 50.0),
+            level(2, 7, 1, (100.0, 110.0), (20.0, 21.0), 50.0, 98.0),
+        ];
+        assert_eq!(diagnose(&doc), []);
+    }
+
+    #[test]
+    fn rate_limits_are_a_quota_and_the_browser_speaks_first() {
+        let mut doc = empty();
+        let mut top = level(8, 6, 2, (100.0, 110.0), (20.0, 21.0), 50.0, 300.0);
+        top.fails_by_kind.clear();
+        top.fails_by_kind.insert(ErrorKind::RateLimited, 2);
+        let mut browser = level(4, 8, 0, (500.0, 900.0), (20.0, 21.0), 50.0, 190.0);
+        browser.browser_wait_ms = Some(dist(300.0, 400.0, 8));
+        doc.levels = vec![
+            level(1, 8, 0, (100.0, 110.0), (20.0, 21.0), 50.0, 50.0),
+            browser,
+            top,
+        ];
+        let causes: Vec<Cause> = diagnose(&doc).iter().map(Finding::cause).collect();
+        assert_eq!(causes[0], Cause::Browser);
+        assert!(causes.contains(&Cause::RateLimited));
+        assert!(
+            !causes.contains(&Cause::CapacityErrors),
+            "429s are not capacity errors"
+        );
+        assert_eq!(
+            diagnose(&doc)[0].text(Lang::En),
+            "at concurrency 4 the browser held requests back 400 ms at p95 of a p95 TTFT of 900 ms: part of the latency is this browser's, not the server's. Use an https:// endpoint (HTTP/2), or measure the level from another machine."
+        );
+    }
+}
