@@ -63,6 +63,22 @@ test('a finished ladder is drawn: a point per level and series, markers at the v
     assert.deepEqual(await markerLevels(page, chart, 'safe-marker'), verdict.safe ? [Number(verdict.safe)] : []);
   }
 
+  // The table fits at 1,280 px with the article's columns; a chosen column is
+  // remembered, and every cell's hook reads whatever is shown.
+  const fits = () =>
+    page.locator('.table-scroll').first().evaluate((el) => el.scrollWidth <= el.clientWidth);
+  assert.ok(await fits(), 'no horizontal scroll at 1,280 px');
+  const shown = () =>
+    page.locator('[data-testid="results-table"] th').evaluateAll((ths) => ths.filter((th) => getComputedStyle(th).display !== 'none').length);
+  const before = await shown();
+  assert.equal(before, 9, 'the level and the article\'s eight columns');
+  await app.byTestId('column-chooser').locator('summary').click();
+  await app.byTestId('column-chooser').locator('input[data-col="e2e_p95"]').check();
+  assert.equal(await shown(), before + 1);
+  assert.ok((await app.resultsRows())[0].protocol, 'hidden cells keep their hooks');
+  assert.equal(await page.evaluate(() => localStorage.getItem('tokenmeter.columns.v1')).then((v) => JSON.parse(v).includes('e2e_p95')), true);
+  await app.byTestId('column-chooser').locator('input[data-col="e2e_p95"]').uncheck();
+
   // A point says its value: as a tooltip, and shown on keyboard focus.
   const point = page.locator('[data-testid="chart-latency"] [data-testid="chart-point"][data-series="ttft_p95"][data-concurrency="2"]');
   const row2 = rows.find((r) => r.concurrency === 2);
