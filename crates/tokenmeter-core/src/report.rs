@@ -403,10 +403,7 @@ impl RunDocument {
 
 /// The reference article's table and a few more columns, in `lang`: header and one
 /// row per level, for the Markdown and HTML reports.
-pub(crate) fn article_table(
-    levels: &[Summary],
-    lang: Lang,
-) -> ([&'static str; 14], Vec<[String; 14]>) {
+pub fn article_table(levels: &[Summary], lang: Lang) -> ([&'static str; 14], Vec<[String; 14]>) {
     let header = match lang {
         Lang::Zh => [
             "并发",

@@ -1,0 +1,199 @@
+//! `tokenmeter-report`: a run document (the page's JSON export, or a vLLM `bench
+//! serve` result saved with `--save-detailed`) read on the command line. It prints
+//! the levels table, the verdict, the diagnosis and the notes, writes the exports
+//! (JSON, CSV, Markdown, HTML), and exits 1 when the SLO is broken where asked, so
+//! CI can gate a deployment on a measured run. Every figure comes from the core,
+//! as on the page.
+//!
+//! Exit codes: 0 the SLO holds (or there is none), 1 it is broken, 2 the input or
+//! the arguments are wrong.
+
+use std::{fs, path::PathBuf, process::ExitCode};
+
+use clap::Parser;
+use tokenmeter_core::{
+    diagnosis::diagnose,
+    error::Lang,
+    plan::Slo,
+    report::{article_table, RunDocument},
+    verdict::analyse,
+    vllm,
+};
+
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// The run document (tokenmeter's JSON export) or a vLLM bench serve result.
+    input: PathBuf,
+    /// The language of the printed report and the Markdown and HTML files.
+    #[arg(long, default_value = "en", value_parser = ["en", "zh"])]
+    lang: String,
+    /// Check the SLO at this concurrency only (default: at every level the tool
+    /// measured cleanly).
+    #[arg(long)]
+    at: Option<u32>,
+    /// Override the plan's p95 TTFT limit, ms.
+    #[arg(long)]
+    slo_ttft_p95_ms: Option<f64>,
+    /// Override the plan's p95 TPOT limit, ms.
+    #[arg(long)]
+    slo_tpot_p95_ms: Option<f64>,
+    /// Override the plan's p95 end-to-end limit, ms.
+    #[arg(long)]
+    slo_e2e_p95_ms: Option<f64>,
+    /// Write the run document (JSON) here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the levels CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the requests CSV here.
+    #[arg(long)]
+    requests_csv: Option<PathBuf>,
+    /// Write the Markdown report here.
+    #[arg(long)]
+    md: Option<PathBuf>,
+    /// Write the HTML report (charts inline) here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(problem) => {
+            eprintln!("tokenmeter-report: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads, prints and writes; `Ok(false)` when the SLO is broken where checked.
+fn run(args: &Args) -> Result<bool, String> {
+    let text = fs::read_to_string(&args.input)
+        .map_err(|err| format!("cannot read {}: {err}", args.input.display()))?;
+    let mut document = read(&text)?;
+    let lang = if args.lang == "zh" {
+        Lang::Zh
+    } else {
+        Lang::En
+    };
+    let overridden = [
+        args.slo_ttft_p95_ms,
+        args.slo_tpot_p95_ms,
+        args.slo_e2e_p95_ms,
+    ]
+    .iter()
+    .any(Option::is_some);
+    if overridden {
+        let slo = Slo {
+            ttft_p95_ms: args.slo_ttft_p95_ms.or(document.plan.slo.ttft_p95_ms),
+            tpot_p95_ms: args.slo_tpot_p95_ms.or(document.plan.slo.tpot_p95_ms),
+            e2e_p95_ms: args.slo_e2e_p95_ms.or(document.plan.slo.e2e_p95_ms),
+        };
+        document.verdict = analyse(&document.levels, &slo, &document.plan.analysis);
+        document.plan.slo = slo;
+    }
+    print!("{}", printed(&document, lang));
+    for (path, contents) in [
+        (&args.json, document.to_json()),
+        (&args.csv, document.levels_csv()),
+        (&args.requests_csv, document.requests_csv()),
+        (&args.md, document.markdown(lang)),
+        (&args.html, document.html(lang)),
+    ] {
+        if let Some(path) = path {
+            fs::write(path, contents)
+                .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        }
+    }
+    slo_holds(&document, args.at)
+}
+
+/// A tokenmeter run document, or a vLLM result; the error of the first when
+/// neither reads.
+fn read(text: &str) -> Result<RunDocument, String> {
+    RunDocument::from_json(text).or_else(|own| {
+        let is_ours = serde_json::from_str::<serde_json::Value>(text)
+            .is_ok_and(|v| v.get("schema").is_some());
+        if is_ours {
+            Err(own)
+        } else {
+            vllm::import(text)
+        }
+    })
+}
+
+/// The report as printed: the table, the verdict, the diagnosis, the notes.
+fn printed(document: &RunDocument, lang: Lang) -> String {
+    let (header, rows) = article_table(&document.levels, lang);
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, &w)| format!("{cell:>w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    // An imported run has no endpoint of ours.
+    let endpoint = if document.plan.base_url.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", document.plan.endpoint_url())
+    };
+    let mut out = format!(
+        "{}{endpoint} · {}\n\n",
+        document.plan.model, document.started_at
+    );
+    out += &line(&header.map(str::to_owned));
+    for row in &rows {
+        out += &line(row);
+    }
+    out += &format!("\n{}\n", document.verdict.text(lang));
+    for finding in diagnose(document) {
+        out += &format!("- {}\n", finding.text(lang));
+    }
+    for note in document.environment.notes_in(lang) {
+        out += &format!("note: {note}\n");
+    }
+    out
+}
+
+/// Whether the SLO holds at `at` (or at every level the verdict judged). A level
+/// the verdict left out (the browser or the engine shaped it) is not judged; a
+/// concurrency the run does not have is an error.
+fn slo_holds(document: &RunDocument, at: Option<u32>) -> Result<bool, String> {
+    let judged = &document.verdict.levels;
+    match at {
+        Some(c) => {
+            let level = judged.iter().find(|l| l.concurrency == c).ok_or_else(|| {
+                format!("the run has no level at concurrency {c} that the verdict judged")
+            })?;
+            for breach in &level.slo_breaches {
+                eprintln!("SLO broken at concurrency {c}: {breach}");
+            }
+            Ok(level.meets_slo)
+        }
+        None => {
+            for level in judged.iter().filter(|l| !l.meets_slo) {
+                eprintln!(
+                    "SLO broken at concurrency {}: {}",
+                    level.concurrency,
+                    level.slo_breaches.join(", ")
+                );
+            }
+            Ok(judged.iter().all(|l| l.meets_slo))
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The command as CI runs it: a run document in, a table out, an exit code.
+
+use std::{path::PathBuf, process::Command};
+
+use tokenmeter_core::{
+    plan::Plan,
+    record::{RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
+    report::{Environment, RunDocument, RunStatus},
+};
+
+/// A request at `concurrency` with its first token after `ttft_ms`, then 9 more
+/// every 20 ms.
+fn record(id: u64, concurrency: u32, ttft_ms: u64) -> RequestRecord {
+    let sent = id * 10_000_000;
+    let mut b = RecordBuilder::new(
+        RequestStart {
+            id,
+            concurrency,
+            warmup: false,
+            wanted_us: sent,
+            sent_us: sent,
+        },
+        RecordOptions::default(),
+    );
+    b.on_headers(200, Some("text/event-stream"), None, sent + 1_000);
+    let mut t = sent + ttft_ms * 1_000;
+    for _ in 0..10 {
+        b.on_bytes(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+            t,
+        );
+        t += 20_000;
+    }
+    b.on_bytes(b"data: [DONE]\n\n", t);
+    b.finish(StreamEnd::Complete, t)
+}
+
+/// A two-level run written to a temporary file: TTFT 100 ms at 1, 300 ms at 2.
+fn run_file(name: &str) -> PathBuf {
+    let records = (0..4)
+        .map(|i| record(i, 1, 100))
+        .chain((4..8).map(|i| record(i, 2, 300)))
+        .collect();
+    let doc = RunDocument::build(
+        "run-cli".into(),
+        "2026-12-03T10:00:00Z".into(),
+        RunStatus::Done,
+        Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+        Environment::default(),
+        records,
+    );
+    let path = std::env::temp_dir().join(format!(
+        "tokenmeter-report-{}-{name}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, doc.to_json()).unwrap();
+    path
+}
+
+fn report(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tokenmeter-report"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn prints_the_table_and_passes_within_the_slo() {
+    let path = run_file("pass");
+    let html = path.with_extension("html");
+    let (code, out, err) = report(&[path.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("concurrency"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("1 ") && l.contains("100.0 ms")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("2 ") && l.contains("300.0 ms")),
+        "{out}"
+    );
+    let written = std::fs::read_to_string(&html).unwrap();
+    assert!(written.contains(r#"data-testid="chart-latency""#));
+}
+
+#[test]
+fn exits_one_where_the_slo_breaks_and_says_where() {
+    let path = run_file("fail");
+    let (code, _, err) = report(&[path.to_str().unwrap(), "--slo-ttft-p95-ms", "200"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("SLO broken at concurrency 2: p95 TTFT 300 ms > 200 ms"),
+        "{err}"
+    );
+    // Checked at the level CI will run at, it holds.
+    let (code, _, _) = report(&[
+        path.to_str().unwrap(),
+        "--slo-ttft-p95-ms",
+        "200",
+        "--at",
+        "1",
+    ]);
+    assert_eq!(code, 0);
+    let (code, _, err) = report(&[path.to_str().unwrap(), "--at", "64"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no level at concurrency 64"), "{err}");
+}
+
+#[test]
+fn reads_a_vllm_result_and_says_what_is_wrong_with_bad_input() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tokenmeter-core/tests/fixtures/vllm-detailed.json"
+    );
+    let (code, out, err) = report(&[fixture, "--lang", "zh"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("并发"), "{out}");
+    assert!(out.contains("vLLM bench serve"), "{out}");
+    let (code, _, err) = report(&["/nonexistent/run.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read /nonexistent/run.json"), "{err}");
+}
