@@ -93,6 +93,13 @@ const PREFILL_MS: f64 = 1000.0;
 const PREFILL_TPOTS: f64 = 50.0;
 /// Browser wait this large a share of p95 TTFT is the browser's.
 const BROWSER_SHARE: f64 = 0.2;
+/// Successful requests a level needs before its percentiles are read for growth:
+/// with fewer, p95 is the slowest request and a tail is noise.
+const MIN_SAMPLES: u64 = 5;
+/// A tail of its own is also this far above the median at the top level (share
+/// of p50, and ms).
+const TAIL_GAP_SHARE: f64 = 0.25;
+const TAIL_GAP_MS: f64 = 50.0;
 
 impl Finding {
     pub fn cause(&self) -> Cause {
@@ -190,8 +197,11 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
         .filter(|s| s.distorted.is_none())
         .filter_map(|s| Some((s.concurrency.filter(|&c| c > 0)?, s)))
         .collect();
-    let answered: Vec<(u32, &Summary)> =
-        clean.iter().copied().filter(|(_, s)| s.n_ok > 0).collect();
+    let answered: Vec<(u32, &Summary)> = clean
+        .iter()
+        .copied()
+        .filter(|(_, s)| s.n_ok >= MIN_SAMPLES)
+        .collect();
 
     if let (Some(&(from, lo)), Some(&(to, hi))) = (answered.first(), answered.last()) {
         // Prefill: the lowest level, no queue.
@@ -219,7 +229,11 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
             let ttft = |s: &Summary| s.ttft_ms.filter(|d| d.p50 > 0.0 && d.p95 > 0.0);
             if let (Some(a), Some(b)) = (ttft(lo), ttft(hi)) {
                 let (g50, g95) = (b.p50 / a.p50, b.p95 / a.p95);
-                if g95 >= TAIL_EXCESS * g50 && g95 > 1.0 {
+                let gap = b.p95 - b.p50;
+                if g95 >= TAIL_EXCESS * g50
+                    && g95 > 1.0
+                    && gap >= TAIL_GAP_MS.max(TAIL_GAP_SHARE * b.p50)
+                {
                     findings.push(Finding::Queueing {
                         from,
                         to,
@@ -410,6 +424,15 @@ mod tests {
             level(4, 8, 0, (104.0, 115.0), (21.0, 22.0), 48.0, 190.0),
         ];
         assert_eq!(diagnose(&doc), []);
+        // Two requests a level (p95 is the slowest one), and a tail of 22 ms: noise.
+        doc.levels = vec![
+            level(1, 2, 0, (49.9, 50.8), (20.1, 20.1), 49.8, 46.9),
+            level(2, 2, 0, (74.9, 97.1), (23.1, 23.7), 43.4, 77.9),
+        ];
+        assert_eq!(diagnose(&doc), []);
+        doc.levels[0].n_ok = 8;
+        doc.levels[1].n_ok = 8;
+        assert_eq!(diagnose(&doc), [], "a 22 ms tail is not a queue");
         // One level: no growth to read; a slow first token with no load is prefill.
         doc.levels = vec![level(1, 8, 0, (2400.0, 2600.0), (20.0, 21.0), 50.0, 50.0)];
         let findings = diagnose(&doc);
