@@ -133,6 +133,16 @@ test('a finished ladder is drawn: a point per level and series, markers at the v
   assert.match(await app.byTestId('chart-throughput').textContent(), /每秒输出 token/);
   assert.match(await app.byTestId('headline').textContent(), /安全并发|最后一档/);
   await app.screenshot(screenshotPath('charts-zh.png'));
+  // The report in Chinese: the page's language at the time of export.
+  const [zhDownload] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-html').click()]);
+  const zhFile = join(await mkdtemp(join(tmpdir(), 'tokenmeter-report-')), zhDownload.suggestedFilename());
+  await zhDownload.saveAs(zhFile);
+  const zhReport = await suite.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await zhReport.goto(pathToFileURL(zhFile).href);
+  assert.equal(await zhReport.locator('html').getAttribute('lang'), 'zh-CN');
+  assert.match(await zhReport.locator('[data-testid="chart-latency"]').textContent(), /首 token 时延/);
+  await zhReport.screenshot({ path: screenshotPath('report-zh.png'), fullPage: true });
+  await zhReport.close();
   await page.close();
 });
 

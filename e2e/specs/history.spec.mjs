@@ -48,6 +48,11 @@ test('runs are kept, compared, viewed, deleted and imported', async () => {
   assert.ok(said.length >= 1, 'the differences are said');
   assert.ok(said.some((s) => /knee|p95 TTFT|output tokens\/s|10%/.test(s)), said.join(' | '));
   await app.screenshot(screenshotPath('history-compare.png'));
+  await app.byTestId('lang-zh').click();
+  assert.match((await app.byTestId('compare-said').textContent()), /拐点|安全并发|TTFT|token/);
+  assert.match(await app.byTestId('compare-chart').textContent(), /本次|基线/);
+  await app.screenshot(screenshotPath('history-compare-zh.png'));
+  await app.byTestId('lang-en').click();
 
   // Kept across a reload; a kept run can be viewed again.
   await app.reload();

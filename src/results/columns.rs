@@ -54,6 +54,13 @@ pub const COLUMNS: [Column; 19] = [
     column("tokens", "tokens", "Where N_out came from: the server's usage, or counted chunks", false),
 ];
 
+/// The columns of a run's table: "answer p50" only when some request reasoned.
+pub fn columns(any_reasoning: bool) -> impl Iterator<Item = &'static Column> {
+    COLUMNS
+        .iter()
+        .filter(move |c| any_reasoning || c.col != "ttfat_p50")
+}
+
 /// Which columns are shown, as chosen in this browser.
 #[derive(Clone, Copy)]
 pub struct ShownColumns(RwSignal<BTreeSet<&'static str>>);
@@ -109,9 +116,7 @@ pub fn ColumnChooser(shown: ShownColumns, any_reasoning: bool) -> impl IntoView 
         <details class="column-chooser" data-testid="column-chooser">
             <summary>"Columns"</summary>
             <div class="column-list">
-                {COLUMNS
-                    .iter()
-                    .filter(|c| any_reasoning || c.col != "ttfat_p50")
+                {columns(any_reasoning)
                     .map(|c| {
                         let col = c.col;
                         view! {

@@ -15,7 +15,7 @@ use tokenmeter_core::{
 
 use super::{
     charts::{DetailCharts, HeadlineCards, LoadCharts},
-    columns::{ColumnChooser, ShownColumns, COLUMNS},
+    columns::{columns, ColumnChooser, ShownColumns},
     errors::{error_groups, ErrorGroup},
     export::Exports,
     level_name,
@@ -97,9 +97,7 @@ pub fn Finished(
                     <thead>
                         <tr>
                             <th>"concurrency"</th>
-                            {COLUMNS
-                                .iter()
-                                .filter(|c| any_reasoning || c.col != "ttfat_p50")
+                            {columns(any_reasoning)
                                 .map(|c| {
                                     let col = c.col;
                                     view! {
@@ -243,9 +241,7 @@ fn result_row(s: &Summary, any_reasoning: bool, shown: ShownColumns) -> impl Int
             format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
         ),
     };
-    let cells = COLUMNS
-        .iter()
-        .filter(|c| any_reasoning || c.col != "ttfat_p50")
+    let cells = columns(any_reasoning)
         .map(|c| {
             let col = c.col;
             let title = (col == "n_fail").then(|| fails.clone());
