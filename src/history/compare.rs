@@ -8,8 +8,9 @@ use tokenmeter_core::{
     summary::Summary,
 };
 
+/// A figure, `None` where there is none or another tool did not report it (NaN).
 fn p(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> Option<f64> {
-    d.map(|d| pick(&d))
+    d.map(|d| pick(&d)).filter(|v| v.is_finite())
 }
 
 /// `now (Δ%)` against a baseline value.

@@ -14,7 +14,8 @@ use tokenmeter_core::{
 };
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".into(), |v| format!("{v:.0}"))
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| "–".into(), |v| format!("{v:.0}"))
 }
 
 fn level(c: Option<u32>) -> String {
@@ -60,7 +61,7 @@ pub fn HeadlineCards(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl I
             <p class="headline-at muted small">{at}</p>
             <div class=error_class>
                 {card("headline-ttft", "TTFT p50 / p95", "TTFT p50 / p95", format!("{} / {}", ms(headline.ttft_p50_ms), ms(headline.ttft_p95_ms)), " ms")}
-                {card("headline-tpot", "TPOT p50", "TPOT p50", headline.tpot_p50_ms.map_or_else(|| "–".into(), |v| format!("{v:.1}")), " ms")}
+                {card("headline-tpot", "TPOT p50", "TPOT p50", headline.tpot_p50_ms.filter(|v| v.is_finite()).map_or_else(|| "–".into(), |v| format!("{v:.1}")), " ms")}
                 {card("headline-output-tps", "output tokens/s", "输出 token/秒", format!("{:.0}", headline.output_tps), "")}
                 {card("headline-errors", "errors", "错误率", format!("{:.1}", headline.error_rate * 100.0), " %")}
                 {card("headline-knee", "knee", "拐点", level(headline.knee), "")}

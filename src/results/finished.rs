@@ -22,8 +22,12 @@ use super::{
 };
 use crate::history::{comparison, History};
 
+/// A figure in ms, or a dash where there is none (or another tool did not report
+/// it: NaN).
 fn ms(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> String {
-    d.map_or_else(|| "–".into(), |d| format!("{:.1}", pick(&d)))
+    d.map(|d| pick(&d))
+        .filter(|v| v.is_finite())
+        .map_or_else(|| "–".into(), |v| format!("{v:.1}"))
 }
 
 /// `zh` in Chinese, `en` otherwise.

@@ -45,7 +45,8 @@ fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".into(), |v| format!("{v:.0}"))
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| "–".into(), |v| format!("{v:.0}"))
 }
 
 impl RunDocument {
@@ -174,6 +175,7 @@ impl RunDocument {
                 "TPOT p50",
                 headline
                     .tpot_p50_ms
+                    .filter(|v| v.is_finite())
                     .map_or_else(|| "–".into(), |v| format!("{v:.1} ms")),
             ),
             (

@@ -438,9 +438,11 @@ pub fn article_table(levels: &[Summary], lang: Lang) -> ([&'static str; 14], Vec
             "goodput/s",
         ],
     };
+    // A figure another tool did not report is NaN: a dash, as for none.
     let ms = |d: Option<Distribution>, f: fn(&Distribution) -> f64| {
-        d.map(|d| format!("{:.1} ms", f(&d)))
-            .unwrap_or_else(|| "–".into())
+        d.map(|d| f(&d))
+            .filter(|v| v.is_finite())
+            .map_or_else(|| "–".into(), |v| format!("{v:.1} ms"))
     };
     let rows = levels
         .iter()
@@ -474,8 +476,11 @@ fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
     d.map(|d| num(f(&d))).unwrap_or_default()
 }
 
-/// Numbers in CSV: three decimals, no trailing zeros.
+/// Numbers in CSV: three decimals, no trailing zeros; empty when not measured.
 fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return String::new();
+    }
     let s = format!("{x:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {

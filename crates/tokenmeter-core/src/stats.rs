@@ -13,17 +13,34 @@
 use serde::{Deserialize, Serialize};
 
 /// The summary of one metric over a set of samples, in the samples' unit.
+///
+/// A figure another tool did not report (an imported summary: vLLM prints the
+/// percentiles it was asked for) is NaN: written as `null` in JSON, read back as
+/// NaN, and shown as a dash.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     pub n: u64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub std: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p50: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p90: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p95: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p99: f64,
+}
+
+/// A figure, or NaN where JSON says `null` (what serde_json writes for NaN).
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
 impl Distribution {
@@ -95,6 +112,17 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_missing_figure_travels_as_null_and_comes_back_as_nan() {
+        let mut d = Distribution::of(&[1.0, 2.0, 3.0]).unwrap();
+        d.p95 = f64::NAN;
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(json.contains(r#""p95":null"#), "{json}");
+        let back: Distribution = serde_json::from_str(&json).unwrap();
+        assert!(back.p95.is_nan());
+        assert_eq!(back.p50, 2.0);
+    }
+
     use super::*;
 
     #[test]

@@ -1,6 +1,8 @@
-//! vLLM `bench serve` results (`--save-result --save-detailed`) as run documents,
-//! so that what a client on the server measured sits in history next to what this
-//! browser measured, with the same figures, charts and comparison.
+//! vLLM `bench serve` results (`--save-result`, with `--save-detailed` when given)
+//! as run documents, so that what a client on the server measured sits in history
+//! next to what this browser measured, with the same figures, charts and
+//! comparison. A result without per-request data becomes one level of vLLM's own
+//! figures, the ones it did not save said as missing.
 //!
 //! Each request of the result becomes a record: its TTFT and inter-token gaps give
 //! the token times, `output_lens` the token count (vLLM's, as usage would), and an
@@ -17,7 +19,9 @@ use crate::{
     plan::{LoadMode, Plan},
     record::{RequestRecord, TokenSource},
     report::{Environment, RunDocument, RunStatus},
+    stats::Distribution,
     stream::Usage,
+    verdict::analyse,
 };
 
 /// The tool named in imported documents.
@@ -44,7 +48,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
     let (Some(ttfts), Some(itls), Some(output_lens)) =
         (list("ttfts"), list("itls"), list("output_lens"))
     else {
-        return Err("this vLLM bench serve result has no per-request data: run it with --save-result --save-detailed to import it".into());
+        return summary_only(&value);
     };
     let n = ttfts.len();
     if itls.len() != n || output_lens.len() != n {
@@ -59,41 +63,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
     let first_start = start_times
         .and_then(|s| s.iter().filter_map(Value::as_f64).reduce(f64::min))
         .unwrap_or(0.0);
-    let rate = match value.get("request_rate") {
-        Some(Value::Number(r)) => r.as_f64().filter(|r| r.is_finite()),
-        _ => None,
-    };
-    let max_concurrency = value
-        .get("max_concurrency")
-        .and_then(Value::as_u64)
-        .map(|c| c as u32);
-    // Closed loop at --max-concurrency; open loop at a finite --request-rate; else
-    // every prompt at once.
-    let (concurrency, load) = match (max_concurrency, rate) {
-        (Some(c), _) => (
-            c,
-            LoadMode::Ladder {
-                levels: vec![c],
-                requests_per_level: n as u32,
-            },
-        ),
-        (None, Some(rate_rps)) => (
-            0,
-            LoadMode::Arrivals {
-                rate_rps,
-                poisson: number("burstiness").is_none_or(|b| b == 1.0),
-                n_requests: n as u32,
-                seed: 0,
-            },
-        ),
-        (None, None) => (
-            n as u32,
-            LoadMode::Ladder {
-                levels: vec![n as u32],
-                requests_per_level: n as u32,
-            },
-        ),
-    };
+    let (concurrency, load) = load_of(&value, n);
     let us = |s: f64| (s.max(0.0) * 1e6).round() as u64;
     let mut records = Vec::with_capacity(n);
     for i in 0..n {
@@ -165,26 +135,14 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             browser: None,
         });
     }
-    let model = value
-        .get("model_id")
-        .and_then(Value::as_str)
-        .unwrap_or("(unknown model)")
-        .to_owned();
-    let date = value.get("date").and_then(Value::as_str).unwrap_or("");
-    let mut plan = Plan::default_for_simulator("");
-    plan.model = model;
-    plan.load = load;
-    plan.max_tokens = output_lens
+    let max_tokens = output_lens
         .iter()
         .filter_map(Value::as_u64)
         .max()
-        .unwrap_or(0) as u32;
-    plan.warmup_requests = 0;
-    plan.slo = Default::default();
-    let mut missing = vec![
-        "browser wait and TTFT after send (it ran on the server side, not in a browser)".to_owned(),
-        "time to first answer token (reasoning is not told apart)".to_owned(),
-    ];
+        .unwrap_or(0);
+    let plan = plan_of(&value, load, max_tokens);
+    let date = value.get("date").and_then(Value::as_str).unwrap_or("");
+    let mut missing = always_missing();
     if start_times.is_none() {
         missing.push("when each request started (the timeline and tokens over time assume they all started together)".into());
     }
@@ -217,6 +175,155 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
         document.total.request_throughput_rps = level.request_throughput_rps;
     }
     Ok(document)
+}
+
+/// What no `bench serve` result measures.
+fn always_missing() -> Vec<String> {
+    vec![
+        "browser wait and TTFT after send (it ran on the server side, not in a browser)".to_owned(),
+        "time to first answer token (reasoning is not told apart)".to_owned(),
+    ]
+}
+
+/// The plan a result ran, as far as it says: the model and the load.
+fn plan_of(value: &Value, load: LoadMode, max_tokens: u64) -> Plan {
+    let mut plan = Plan::default_for_simulator("");
+    plan.model = value
+        .get("model_id")
+        .and_then(Value::as_str)
+        .unwrap_or("(unknown model)")
+        .to_owned();
+    plan.load = load;
+    plan.max_tokens = max_tokens as u32;
+    plan.warmup_requests = 0;
+    plan.slo = Default::default();
+    plan
+}
+
+/// A result without per-request data: one level from vLLM's own figures (mean,
+/// median, std and the percentiles it was asked for; the others stay missing, and
+/// the document says which), no records, so no timeline, CDF or tokens over time.
+fn summary_only(value: &Value) -> Result<RunDocument, String> {
+    let number = |key: &str| value.get(key).and_then(Value::as_f64);
+    let count = |key: &str| value.get(key).and_then(Value::as_u64);
+    let completed =
+        count("completed").ok_or("this vLLM bench serve result has no `completed` count")?;
+    let failed = count("failed")
+        .unwrap_or_else(|| count("num_prompts").map_or(0, |n| n.saturating_sub(completed)));
+    let n = (completed + failed) as usize;
+    let (concurrency, load) = load_of(value, n);
+    let date = value.get("date").and_then(Value::as_str).unwrap_or("");
+    let mut missing = always_missing();
+    let mut absent = std::collections::BTreeSet::new();
+    let distribution = |metric: &str, absent: &mut std::collections::BTreeSet<&'static str>| {
+        let mean = number(&format!("mean_{metric}_ms"))?;
+        let mut figure = |key: String, name: &'static str| {
+            number(&key).unwrap_or_else(|| {
+                absent.insert(name);
+                f64::NAN
+            })
+        };
+        let median = number(&format!("median_{metric}_ms"));
+        Some(Distribution {
+            n: completed,
+            mean,
+            std: figure(format!("std_{metric}_ms"), "std"),
+            min: f64::NAN,
+            max: f64::NAN,
+            p50: median.unwrap_or_else(|| figure(format!("p50_{metric}_ms"), "p50")),
+            p90: figure(format!("p90_{metric}_ms"), "p90"),
+            p95: figure(format!("p95_{metric}_ms"), "p95"),
+            p99: figure(format!("p99_{metric}_ms"), "p99"),
+        })
+    };
+    let ttft = distribution("ttft", &mut absent);
+    let tpot = distribution("tpot", &mut absent);
+    let itl = distribution("itl", &mut absent);
+    let e2e = distribution("e2el", &mut absent);
+    if !absent.is_empty() {
+        let names: Vec<&str> = absent.into_iter().collect();
+        missing.push(format!(
+            "{} (vLLM saves the percentiles --metric-percentiles asks for: 99 by default)",
+            names.join(", ")
+        ));
+    }
+    missing.push("per-request data, so no timeline, no CDF, no tokens over time and no error kinds (save with --save-detailed for those)".into());
+    let mut document = RunDocument::build(
+        format!("vllm-{date}-{concurrency}"),
+        started_at(date),
+        RunStatus::Done,
+        plan_of(value, load, 0),
+        Environment {
+            conditions: vec![RunCondition::Imported {
+                tool: TOOL.into(),
+                missing,
+            }],
+            ..Environment::default()
+        },
+        Vec::new(),
+    );
+    let mut level = document.total.clone();
+    level.concurrency = Some(concurrency);
+    level.n_requests = completed + failed;
+    level.n_ok = completed;
+    level.n_fail = failed;
+    level.ttft_ms = ttft;
+    level.tpot_ms = tpot;
+    level.itl_ms = itl;
+    level.e2e_ms = e2e;
+    level.wall_s = number("duration").unwrap_or(0.0);
+    level.n_out_total = count("total_output_tokens").unwrap_or(0);
+    level.output_tps = number("output_throughput").unwrap_or(0.0);
+    level.request_throughput_rps = number("request_throughput").unwrap_or(0.0);
+    level.goodput_rps = number("request_goodput");
+    document.levels = vec![level.clone()];
+    document.total = level;
+    document.verdict = analyse(
+        &document.levels,
+        &document.plan.slo,
+        &document.plan.analysis,
+    );
+    Ok(document)
+}
+
+/// The level a result ran (its concurrency: 0 for open loop) and the load that
+/// reproduces it: closed loop at --max-concurrency; open loop at a finite
+/// --request-rate; else every prompt at once.
+fn load_of(value: &Value, n: usize) -> (u32, LoadMode) {
+    let number = |key: &str| value.get(key).and_then(Value::as_f64);
+    let rate = match value.get("request_rate") {
+        Some(Value::Number(r)) => r.as_f64().filter(|r| r.is_finite()),
+        _ => None,
+    };
+    let max_concurrency = value
+        .get("max_concurrency")
+        .and_then(Value::as_u64)
+        .map(|c| c as u32);
+    match (max_concurrency, rate) {
+        (Some(c), _) => (
+            c,
+            LoadMode::Ladder {
+                levels: vec![c],
+                requests_per_level: n as u32,
+            },
+        ),
+        (None, Some(rate_rps)) => (
+            0,
+            LoadMode::Arrivals {
+                rate_rps,
+                poisson: number("burstiness").is_none_or(|b| b == 1.0),
+                n_requests: n as u32,
+                seed: 0,
+            },
+        ),
+        (None, None) => (
+            n as u32,
+            LoadMode::Ladder {
+                levels: vec![n as u32],
+                requests_per_level: n as u32,
+            },
+        ),
+    }
 }
 
 /// A failed request's kind, from vLLM's error text (an HTTP status where it says one).
@@ -299,10 +406,42 @@ mod tests {
     }
 
     #[test]
-    fn a_summary_only_result_says_how_to_get_one_that_imports() {
-        let summary = r#"{"date":"20261203-101500","model_id":"m","max_concurrency":4,"duration":10.0,"completed":8,"mean_ttft_ms":100.0,"median_ttft_ms":90.0,"p99_ttft_ms":200.0}"#;
-        let err = import(summary).unwrap_err();
-        assert!(err.contains("--save-detailed"), "{err}");
+    fn a_summary_only_result_is_one_level_of_vllms_own_figures() {
+        let summary = r#"{"date":"20261203-101500","model_id":"m","max_concurrency":4,"num_prompts":10,"duration":10.0,"completed":8,"total_output_tokens":800,"output_throughput":80.0,"request_throughput":0.8,"mean_ttft_ms":100.0,"median_ttft_ms":90.0,"std_ttft_ms":5.0,"p99_ttft_ms":200.0,"mean_tpot_ms":20.0,"median_tpot_ms":19.0,"std_tpot_ms":1.0,"p99_tpot_ms":25.0}"#;
+        let doc = import(summary).unwrap();
+        let level = &doc.levels[0];
+        assert_eq!(level.concurrency, Some(4));
+        assert_eq!(
+            (level.n_ok, level.n_fail),
+            (8, 2),
+            "num_prompts − completed failed"
+        );
+        let ttft = level.ttft_ms.unwrap();
+        assert_eq!((ttft.p50, ttft.p99), (90.0, 200.0));
+        assert!(
+            ttft.p95.is_nan(),
+            "vLLM did not save p95: missing, not made up"
+        );
+        assert!(level.itl_ms.is_none());
+        assert_eq!(level.output_tps, 80.0);
+        assert!(doc.records.is_empty());
+        let note = doc.environment.notes_in(Lang::En).join(" ");
+        assert!(
+            note.contains("p90, p95 (vLLM saves the percentiles"),
+            "{note}"
+        );
+        assert!(note.contains("--save-detailed"), "{note}");
+        // Kept and read back (history), the missing figures stay missing.
+        let back = RunDocument::from_json(&doc.to_json()).unwrap();
+        assert!(back.levels[0].ttft_ms.unwrap().p95.is_nan());
+        assert_eq!(back.levels[0].ttft_ms.unwrap().p99, 200.0);
+        // Shown as dashes, not NaN.
+        let md = doc.markdown(Lang::En);
+        assert!(
+            md.contains("| 4 | 8 | 2 | 90.0 ms | – | 200.0 ms |"),
+            "{md}"
+        );
+        assert!(!md.contains("NaN") && !doc.levels_csv().contains("NaN"));
         assert!(import(r#"{"schema": 1}"#).unwrap_err().contains("neither"));
         assert!(import("not json").unwrap_err().contains("not valid JSON"));
     }
