@@ -124,11 +124,22 @@ export class EnginePage {
       const open = indexedDB.open('tokenmeter');
       open.onerror = () => done(`${local} (IndexedDB: ${open.error})`);
       open.onsuccess = () => {
+        // Closed before answering: a connection left open can hold up the page's
+        // next load in some engines.
         const db = open.result;
-        if (!db.objectStoreNames.contains('runs')) return done(local);
+        if (!db.objectStoreNames.contains('runs')) {
+          db.close();
+          return done(local);
+        }
         const all = db.transaction('runs').objectStore('runs').getAll();
-        all.onsuccess = () => done(local + JSON.stringify(all.result));
-        all.onerror = () => done(`${local} (IndexedDB: ${all.error})`);
+        all.onsuccess = () => {
+          db.close();
+          done(local + JSON.stringify(all.result));
+        };
+        all.onerror = () => {
+          db.close();
+          done(`${local} (IndexedDB: ${all.error})`);
+        };
       };
     });
   }
