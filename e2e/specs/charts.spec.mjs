@@ -169,3 +169,23 @@ test('while a run goes, its charts grow from the progress', async () => {
   await app.waitForStatus('done');
   await page.close();
 });
+
+test('on a phone the page keeps to the screen: wide tables and charts scroll or shrink inside it', async () => {
+  const page = await suite.browser.newPage({ viewport: { width: 390, height: 844 } });
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('done');
+  const wide = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    screen: window.innerWidth,
+    outside: [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-scroll'))
+      .map((e) => e.dataset?.testid || e.tagName),
+  }));
+  assert.ok(wide.page <= wide.screen, `the page is ${wide.page} px on a ${wide.screen} px screen: ${wide.outside.slice(0, 5)}`);
+  assert.ok(await app.byTestId('chart-latency').isVisible());
+  await app.screenshot(screenshotPath('phone-en.png'));
+  await page.close();
+});

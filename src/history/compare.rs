@@ -64,6 +64,7 @@ pub fn comparison(now: &RunDocument, then: &RunDocument, lang: Lang) -> impl Int
                 {said.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
             </ul>
             {overlay.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })}
+            <div class="table-scroll">
             <table class="grid">
                 <thead>
                     <tr>
@@ -76,6 +77,7 @@ pub fn comparison(now: &RunDocument, then: &RunDocument, lang: Lang) -> impl Int
                 </thead>
                 <tbody>{rows}</tbody>
             </table>
+            </div>
         </div>
     }
 }

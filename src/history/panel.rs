@@ -45,6 +45,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                 when=move || history.runs.with(|runs| !runs.is_empty())
                 fallback=|| view! { <p class="muted">"Finished and cancelled runs are kept here, in this browser, to compare with the next one."</p> }
             >
+                <div class="table-scroll">
                 <table class="grid history-table">
                     <thead>
                         <tr>
@@ -64,6 +65,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                         </For>
                     </tbody>
                 </table>
+                </div>
             </Show>
             {move || history.storage_note.get().map(|note| view! {
                 <p class="callout warn" data-testid="history-storage-note">{note}</p>

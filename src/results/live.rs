@@ -96,6 +96,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                         {move || notes().into_iter().map(|note| view! { <li data-testid="live-note">{note}</li> }).collect_view()}
                     </ul>
                 </Show>
+                <div class="table-scroll">
                 <table class="grid">
                     <thead>
                         <tr>
@@ -116,6 +117,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                         </For>
                     </tbody>
                 </table>
+                </div>
                 <div class="charts live-charts">
                     {move || figure(live_chart())}
                     {move || figure(over_time())}
