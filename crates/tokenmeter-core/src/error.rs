@@ -15,6 +15,16 @@ pub enum Lang {
     Zh,
 }
 
+impl Lang {
+    /// `en` or `zh`, whichever is this language.
+    pub fn pick<'a>(self, en: &'a str, zh: &'a str) -> &'a str {
+        match self {
+            Lang::En => en,
+            Lang::Zh => zh,
+        }
+    }
+}
+
 /// Every way a request can fail, in the order a person should check them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

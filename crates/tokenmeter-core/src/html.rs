@@ -37,11 +37,9 @@ footer { color: var(--muted); font-size: 12px; margin-top: 28px; }
 @media print { body { background: #fff; } figure, .table, .verdict { break-inside: avoid; } }
 ";
 
+/// `en` or `zh` (see [`Lang::pick`]).
 fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
-    match lang {
-        Lang::En => en,
-        Lang::Zh => zh,
-    }
+    lang.pick(en, zh)
 }
 
 fn ms(v: Option<f64>) -> String {

@@ -54,11 +54,9 @@ const GAP: f64 = 36.0;
 /// Keeps the first and last level off the axes.
 const INSET: f64 = 18.0;
 
+/// `en` or `zh` (see [`Lang::pick`]).
 fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
-    match lang {
-        Lang::En => en,
-        Lang::Zh => zh,
-    }
+    lang.pick(en, zh)
 }
 
 /// Where a level sits on the x axis, and whether the verdict left it out.

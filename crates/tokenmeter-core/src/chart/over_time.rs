@@ -68,8 +68,10 @@ impl OverTime {
     }
 
     /// A finished request (warm-ups are left out): its tokens where they arrived,
-    /// from its per-token times where kept, else spread evenly between its first and
-    /// last token (work per bin it spans, not per token).
+    /// from its per-token times for a finished run that kept them, else spread
+    /// evenly between its first and last token (work per bin it spans, not per
+    /// token). The live chart always spreads: the page thread does no per-token
+    /// work while a run goes.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.warmup {
             return;
@@ -88,7 +90,7 @@ impl OverTime {
             return;
         }
         let n_out = r.n_out.unwrap_or(0) as f64;
-        if !r.token_times_us.is_empty() {
+        if !self.from_run_start && !r.token_times_us.is_empty() {
             // Usage may count more tokens than events: each event carries its share.
             let each = n_out / r.token_times_us.len() as f64;
             for &t in &r.token_times_us {
