@@ -92,6 +92,14 @@ pub enum RunCondition {
     /// The run was imported from another tool's result (`tool`), which does not
     /// measure what `missing` lists.
     Imported { tool: String, missing: Vec<String> },
+    /// The run was measured by Locust worker processes running tokenmeter's
+    /// exported plan (see [`crate::locust`]), not by this browser.
+    Locust {
+        locust_version: String,
+        n_workers: u32,
+        /// The workers' hosts, as they named themselves.
+        hosts: Vec<String>,
+    },
     /// A level bounded by time sent as many requests as one run may hold
     /// ([`crate::plan::MAX_REQUESTS_PER_RUN`]) and stopped before its time was up.
     RequestCapReached { concurrency: u32, limit: u32 },
@@ -247,6 +255,18 @@ impl RunCondition {
                     format!("从 {tool} 的结果导入（在服务端运行的客户端，而不是本浏览器）；它没有测量：{}；吞吐量是它自己在其运行时长上算出的", missing.join("；"))
                 } else {
                     format!("imported from {tool} results (a client on the server side, not this browser); it does not measure: {}; the throughputs are its own, over its duration", missing.join("; "))
+                }
+            }
+            RunCondition::Locust {
+                ref locust_version,
+                n_workers,
+                ref hosts,
+            } => {
+                let hosts = hosts.join(", ");
+                if zh {
+                    format!("由 Locust {locust_version} 的 {n_workers} 个 worker 进程（主机：{hosts}）执行导出的计划测得，而不是本浏览器：没有浏览器等待；各 worker 的时钟按系统时间对齐，多台机器时，按时间的吞吐图带有机器之间的时钟偏差（每个请求自身的时间不受影响）")
+                } else {
+                    format!("measured by {n_workers} Locust {locust_version} worker process(es) on {hosts} running the exported plan, not by this browser: there is no browser wait; the workers' clocks are put on one time line by their wall clocks, so across machines the tokens-over-time chart carries their clock offset (each request's own timings do not)")
                 }
             }
             RunCondition::RequestCapReached { concurrency, limit } => {

@@ -25,6 +25,7 @@ pub mod error;
 pub mod headline;
 pub mod html;
 pub mod live;
+pub mod locust;
 pub mod plan;
 pub mod record;
 pub mod report;

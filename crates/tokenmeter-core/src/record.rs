@@ -252,6 +252,28 @@ impl Default for ResponseLimits {
     }
 }
 
+/// `N_out`, where it came from, and `usage.completion_tokens − n_token_events`
+/// (see the module docs): the one rule, for records built here or read from
+/// another client's records.
+pub fn token_count(
+    usage: Option<Usage>,
+    n_token_events: u64,
+) -> (Option<u64>, TokenSource, Option<i64>) {
+    let completion_tokens = usage.and_then(|u| u.completion_tokens);
+    let (n_out, source) = match completion_tokens {
+        Some(n) => (Some(n), TokenSource::Usage),
+        None => (
+            (n_token_events > 0).then_some(n_token_events),
+            TokenSource::Chunks,
+        ),
+    };
+    // Saturating: a server may claim any count (u64::MAX included).
+    let mismatch = completion_tokens.map(|n| {
+        (i128::from(n) - i128::from(n_token_events)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+    });
+    (n_out, source, mismatch)
+}
+
 /// Options of a [`RecordBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordOptions {
@@ -392,14 +414,7 @@ impl RecordBuilder {
             self.error = self.classify_end(end, at_us);
         }
         let n_token_events = self.token_times_us.len() as u64;
-        let completion_tokens = self.usage.and_then(|u| u.completion_tokens);
-        let (n_out, token_source) = match completion_tokens {
-            Some(n) => (Some(n), TokenSource::Usage),
-            None => (
-                (n_token_events > 0).then_some(n_token_events),
-                TokenSource::Chunks,
-            ),
-        };
+        let (n_out, token_source, token_mismatch) = token_count(self.usage, n_token_events);
         RequestRecord {
             id: self.start.id,
             concurrency: self.start.concurrency,
@@ -419,11 +434,7 @@ impl RecordBuilder {
             usage: self.usage,
             n_out,
             token_source,
-            // Saturating: a server may claim any count (u64::MAX included).
-            token_mismatch: completion_tokens.map(|n| {
-                (i128::from(n) - i128::from(n_token_events)).clamp(i64::MIN.into(), i64::MAX.into())
-                    as i64
-            }),
+            token_mismatch,
             finish_reason: self.finish_reason,
             saw_done: self.saw_done,
             token_times_us: self.token_times_us,

@@ -51,6 +51,9 @@ impl Default for ToolInfo {
 /// less than a browser.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
+    /// Who measured, when not this browser: `locust`, `vllm` (an imported run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     #[serde(default)]
     pub user_agent: Option<String>,
     /// The page's origin (never the endpoint's key or query).

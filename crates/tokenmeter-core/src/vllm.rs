@@ -151,6 +151,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             tool: TOOL.into(),
             missing,
         }],
+        source: Some("vllm".into()),
         ..Environment::default()
     };
     let mut document = RunDocument::build(
@@ -258,6 +259,7 @@ fn summary_only(value: &Value) -> Result<RunDocument, String> {
                 tool: TOOL.into(),
                 missing,
             }],
+            source: Some("vllm".into()),
             ..Environment::default()
         },
         Vec::new(),

@@ -1,9 +1,14 @@
-//! `tokenmeter-report`: a run document (the page's JSON export, or a vLLM `bench
-//! serve` result saved with `--save-detailed`) read on the command line. It prints
+//! `tokenmeter-report`: a run document (the page's JSON export, a vLLM `bench
+//! serve` result, or the records of a plan run on Locust) read on the command
+//! line. It prints
 //! the levels table, the verdict, the diagnosis and the notes, writes the exports
 //! (JSON, CSV, Markdown, HTML), and exits 1 when the SLO is broken where asked, so
 //! CI can gate a deployment on a measured run. Every figure comes from the core,
 //! as on the page.
+//!
+//! With `--export-locust DIR` it writes a plan (a tokenmeter plan, the article's
+//! `config.json`, or a run document's plan) as a locustfile and its pinned
+//! `requirements.txt` instead.
 //!
 //! Exit codes: 0 the SLO holds (or there is none), 1 it is broken, 2 the input or
 //! the arguments are wrong.
@@ -14,7 +19,8 @@ use clap::Parser;
 use tokenmeter_core::{
     diagnosis::diagnose,
     error::Lang,
-    plan::Slo,
+    locust,
+    plan::{import_config, Slo},
     report::{article_table, RunDocument},
     verdict::analyse,
     vllm,
@@ -23,8 +29,14 @@ use tokenmeter_core::{
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// The run document (tokenmeter's JSON export) or a vLLM bench serve result.
+    /// The run document (tokenmeter's JSON export), a vLLM bench serve result, or
+    /// the JSON lines a Locust run of an exported plan wrote; with
+    /// --export-locust, the plan.
     input: PathBuf,
+    /// Write the plan in INPUT as a locustfile and its requirements.txt into this
+    /// directory, and nothing else.
+    #[arg(long, value_name = "DIR")]
+    export_locust: Option<PathBuf>,
     /// The language of the printed report and the Markdown and HTML files.
     #[arg(long, default_value = "en", value_parser = ["en", "zh"])]
     lang: String,
@@ -74,6 +86,10 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<bool, String> {
     let text = fs::read_to_string(&args.input)
         .map_err(|err| format!("cannot read {}: {err}", args.input.display()))?;
+    if let Some(dir) = &args.export_locust {
+        export_locust(&text, dir)?;
+        return Ok(true);
+    }
     let mut document = read(&text)?;
     let lang = if args.lang == "zh" {
         Lang::Zh
@@ -112,9 +128,48 @@ fn run(args: &Args) -> Result<bool, String> {
     slo_holds(&document, args.at)
 }
 
-/// A tokenmeter run document, or a vLLM result; the error of the first when
-/// neither reads.
+/// Writes the plan in `text` (a plan, a `config.json`, or a run document's) as a
+/// locustfile and its requirements into `dir`.
+fn export_locust(text: &str, dir: &std::path::Path) -> Result<(), String> {
+    let plan = match RunDocument::from_json(text) {
+        Ok(document) => document.plan,
+        Err(_) => {
+            let imported = import_config(text)?;
+            if imported.api_key.is_some() {
+                eprintln!(
+                    "tokenmeter-report: the key in this file is not written to the locustfile; set {} where it runs",
+                    locust::KEY_ENV
+                );
+            }
+            imported.plan
+        }
+    };
+    plan.validate().map_err(|problems| problems.join("; "))?;
+    fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    for (name, contents) in [
+        (locust::FILE_NAME, locust::locustfile(&plan)),
+        ("requirements.txt", locust::requirements()),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, contents)
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    }
+    println!(
+        "wrote {dir}/{file} and {dir}/requirements.txt
+run: pip install -r {dir}/requirements.txt && {key}=... locust -f {dir}/{file} --headless --processes 4",
+        dir = dir.display(),
+        file = locust::FILE_NAME,
+        key = locust::KEY_ENV
+    );
+    Ok(())
+}
+
+/// A tokenmeter run document, Locust records, or a vLLM result; the error of the
+/// first when none reads.
 fn read(text: &str) -> Result<RunDocument, String> {
+    if locust::is_locust_records(text) {
+        return locust::import(text);
+    }
     RunDocument::from_json(text).or_else(|own| {
         let is_ours = serde_json::from_str::<serde_json::Value>(text)
             .is_ok_and(|v| v.get("schema").is_some());

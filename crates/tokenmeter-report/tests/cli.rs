@@ -127,3 +127,40 @@ fn reads_a_vllm_result_and_says_what_is_wrong_with_bad_input() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot read /nonexistent/run.json"), "{err}");
 }
+
+#[test]
+fn a_config_json_becomes_a_locustfile_without_its_key() {
+    let dir = std::env::temp_dir().join(format!("tokenmeter-report-{}-locust", std::process::id()));
+    let config = dir.with_extension("config.json");
+    std::fs::write(
+        &config,
+        r#"{"base_url": "http://127.0.0.1:8000/v1", "api_key": "sk-article-key-1234", "model": "qwen",
+            "prompt": "你好", "max_tokens": 300, "temperature": 0.7,
+            "concurrency_levels": [1, 2, 4], "requests_per_level": 10, "timeout": 60}"#,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = report(&[
+        config.to_str().unwrap(),
+        "--export-locust",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tokenmeter_locustfile.py"));
+    assert!(stderr.contains("the key in this file is not written to the locustfile"));
+    let file = std::fs::read_to_string(dir.join("tokenmeter_locustfile.py")).unwrap();
+    assert!(!file.contains("sk-article-key-1234"));
+    assert!(file.contains("你好"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("requirements.txt")).unwrap(),
+        tokenmeter_core::locust::requirements()
+    );
+    // A plan that cannot run is refused, with what to change.
+    std::fs::write(&config, r#"{"base_url": "", "model": "m", "prompt": "p", "max_tokens": 1, "temperature": 0, "concurrency_levels": [1], "requests_per_level": 1, "timeout": 1}"#).unwrap();
+    let (code, _, stderr) = report(&[
+        config.to_str().unwrap(),
+        "--export-locust",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("tokenmeter-report:"), "{stderr}");
+}

@@ -1,0 +1,402 @@
+//! The same plan on Locust's distributed workers, and their records back.
+//!
+//! [`locustfile`] writes a plan as one self-contained Python file for Locust
+//! ([`LOCUST_VERSION`], pinned by [`requirements`]): its stages as a load shape
+//! (each level N users until its requests are sent or its time is up, then the
+//! next), each request streamed and recorded with the fields and error kinds of a
+//! [`RequestRecord`] (the file ports the [`crate::record::RecordBuilder`]'s rules),
+//! on each worker's monotonic clock with a wall-clock anchor. The master writes
+//! the records, one JSON object per line, after a `run` line (the plan, Locust's
+//! version, the worker count) and one `stage` line per finished stage.
+//!
+//! [`import`] turns those lines (from one master, or several workers' files put
+//! together) back into a [`RunDocument`], so every table, chart, verdict and
+//! export works on it unchanged. The key never enters the file: it is read from
+//! [`KEY_ENV`] when the test runs.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::{
+    condition::RunCondition,
+    error::RequestError,
+    plan::{AuthStyle, LoadMode, Plan},
+    record::{token_count, RequestRecord},
+    report::{Environment, RunDocument, RunStatus},
+    stream::{request_body, Usage},
+};
+
+/// The Locust release the file is written for and tested with.
+pub const LOCUST_VERSION: &str = "2.47.0";
+/// Where the exported file reads the API key from.
+pub const KEY_ENV: &str = "TOKENMETER_API_KEY";
+/// The exported file's name.
+pub const FILE_NAME: &str = "tokenmeter_locustfile.py";
+/// The version of the record lines (`"tokenmeter_locust": 1`).
+pub const FORMAT: u64 = 1;
+
+const TEMPLATE: &str = include_str!("locustfile.py");
+
+/// `requirements.txt` for the exported file: Locust pinned.
+pub fn requirements() -> String {
+    format!("locust=={LOCUST_VERSION}\n")
+}
+
+/// The plan as a locustfile (see the module docs). The plan never holds the key,
+/// so neither does the file.
+pub fn locustfile(plan: &Plan) -> String {
+    let setup = json!({
+        "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
+        "url": plan.endpoint_url(),
+        "name": plan.endpoint.path(),
+        "headers": plan.request_headers(None),
+        "auth": match plan.auth {
+            AuthStyle::Bearer => "bearer",
+            AuthStyle::ApiKeyHeader => "api_key_header",
+        },
+        "body": request_body(&plan.body_spec()),
+        "timeout_s": plan.timeout_s,
+        "stages": stages(plan),
+        "plan": plan,
+    });
+    // A JSON string holding the JSON: also a Python string literal (serde_json
+    // writes only escapes Python reads the same way, and UTF-8 as is).
+    let literal = serde_json::to_string(&setup.to_string()).expect("a string serialises");
+    TEMPLATE
+        .replace("{{VERSION}}", env!("CARGO_PKG_VERSION"))
+        .replace("{{SUMMARY}}", &one_line(&summary(plan)))
+        .replace(
+            "{{AUTH}}",
+            match plan.auth {
+                AuthStyle::Bearer => "Authorization: Bearer",
+                AuthStyle::ApiKeyHeader => "the api-key header",
+            },
+        )
+        .replace("{{FILE}}", FILE_NAME)
+        .replace("{{SETUP_JSON}}", &literal)
+}
+
+/// The stages a plan runs: the warm-up (one request at a time), then each level.
+fn stages(plan: &Plan) -> Vec<Value> {
+    let mut stages = Vec::new();
+    let mut stage = |mut value: Value| {
+        value["stage"] = stages.len().into();
+        stages.push(value);
+    };
+    let first = match &plan.load {
+        LoadMode::Ladder { levels, .. } => levels.first().copied().unwrap_or(1),
+        LoadMode::Duration { concurrency, .. } => *concurrency,
+        LoadMode::Arrivals { .. } => 0,
+    };
+    if plan.warmup_requests > 0 {
+        // The engine's warm-ups: one after another, labelled with the first level.
+        stage(
+            json!({"concurrency": first.max(1), "warmup": true, "requests": plan.warmup_requests, "users": 1}),
+        );
+    }
+    match &plan.load {
+        LoadMode::Ladder {
+            levels,
+            requests_per_level,
+        } => {
+            for &c in levels {
+                stage(json!({"concurrency": c, "warmup": false, "requests": requests_per_level}));
+            }
+        }
+        LoadMode::Duration {
+            concurrency,
+            seconds,
+        } => stage(json!({"concurrency": concurrency, "warmup": false, "seconds": seconds})),
+        LoadMode::Arrivals {
+            rate_rps,
+            poisson,
+            n_requests,
+            seed,
+        } => stage(json!({
+            "concurrency": 0,
+            "warmup": false,
+            "arrivals": {"rate_rps": rate_rps, "poisson": poisson, "n_requests": n_requests, "seed": seed},
+        })),
+    }
+    stages
+}
+
+/// The plan in one line, for the file's header.
+fn summary(plan: &Plan) -> String {
+    let load = match &plan.load {
+        LoadMode::Ladder {
+            levels,
+            requests_per_level,
+        } => {
+            let levels: Vec<String> = levels.iter().map(u32::to_string).collect();
+            format!(
+                "concurrency {} × {requests_per_level} requests",
+                levels.join(", ")
+            )
+        }
+        LoadMode::Duration {
+            concurrency,
+            seconds,
+        } => format!("concurrency {concurrency} for {seconds} s"),
+        LoadMode::Arrivals {
+            rate_rps,
+            poisson,
+            n_requests,
+            ..
+        } => format!(
+            "{n_requests} requests arriving at {rate_rps}/s ({})",
+            if *poisson { "Poisson" } else { "evenly" }
+        ),
+    };
+    let warmup = match plan.warmup_requests {
+        0 => String::new(),
+        n => format!(" after {n} warm-up"),
+    };
+    format!(
+        "{load}{warmup}; POST {} (model {}, max_tokens {}, timeout {} s)",
+        plan.endpoint_url(),
+        plan.model,
+        plan.max_tokens,
+        plan.timeout_s
+    )
+}
+
+/// `text` safe inside the file's docstring: one line, no quote or backslash.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            c if c.is_control() => ' ',
+            '"' => '\'',
+            '\\' => '/',
+            c => c,
+        })
+        .collect()
+}
+
+/// Whether `text` looks like Locust records written by an exported file.
+pub fn is_locust_records(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| v.get("tokenmeter_locust").is_some())
+}
+
+/// One `request` line.
+#[derive(Deserialize)]
+struct Line {
+    worker: String,
+    anchor_wall_us: i64,
+    concurrency: u32,
+    warmup: bool,
+    wanted_us: u64,
+    sent_us: u64,
+    headers_us: Option<u64>,
+    first_token_us: Option<u64>,
+    first_answer_us: Option<u64>,
+    last_token_us: Option<u64>,
+    end_us: u64,
+    status: Option<u16>,
+    #[serde(default)]
+    response_id: Option<String>,
+    n_bytes: u64,
+    n_token_events: u64,
+    n_reasoning_events: u64,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    saw_done: bool,
+    token_times_us: Vec<u64>,
+    n_comment_lines: u64,
+    error: Option<RequestError>,
+}
+
+/// The `run` line.
+#[derive(Deserialize)]
+struct RunLine {
+    plan: Plan,
+    locust: String,
+    n_workers: u32,
+    started_wall_us: i64,
+}
+
+/// The run document of Locust records (see the module docs), `Err` with what is
+/// wrong (and on which line) when they are not whole.
+pub fn import(text: &str) -> Result<RunDocument, String> {
+    let mut run: Option<RunLine> = None;
+    let mut lines: Vec<(usize, Line)> = Vec::new();
+    let mut stages_done = BTreeSet::new();
+    for (i, raw) in text.lines().enumerate() {
+        let number = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let value: Value =
+            serde_json::from_str(raw).map_err(|err| format!("line {number} is not JSON: {err}"))?;
+        match value.get("tokenmeter_locust").and_then(Value::as_u64) {
+            Some(FORMAT) => {}
+            Some(other) => {
+                return Err(format!(
+                    "line {number} is in record format {other}, which this tokenmeter does not read (it reads {FORMAT}); export the locustfile again from this version"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "line {number} is not a tokenmeter Locust record (no \"tokenmeter_locust\" field)"
+                ))
+            }
+        }
+        let damaged = |err: serde_json::Error| format!("line {number} is damaged: {err}");
+        match value.get("kind").and_then(Value::as_str) {
+            Some("run") => {
+                let line: RunLine = serde_json::from_value(value).map_err(damaged)?;
+                match &run {
+                    Some(first) if first.started_wall_us != line.started_wall_us => {
+                        return Err("these records come from more than one Locust run: import one run's file at a time".into())
+                    }
+                    Some(_) => {}
+                    None => run = Some(line),
+                }
+            }
+            Some("stage") => {
+                if let Some(stage) = value.get("stage").and_then(Value::as_u64) {
+                    stages_done.insert(stage);
+                }
+            }
+            Some("request") => {
+                let line: Line = serde_json::from_value(value).map_err(damaged)?;
+                if line.token_times_us.len() as u64 != line.n_token_events {
+                    return Err(format!(
+                        "line {number} is damaged: {} token times for {} token events",
+                        line.token_times_us.len(),
+                        line.n_token_events
+                    ));
+                }
+                lines.push((number, line));
+            }
+            _ => {
+                return Err(format!(
+                    "line {number} has no known \"kind\" (run, stage or request)"
+                ))
+            }
+        }
+    }
+    let run = run.ok_or(
+        "these records have no \"run\" line: import the file the Locust master wrote (TOKENMETER_OUT), which starts with it",
+    )?;
+    if lines.is_empty() {
+        return Err("these Locust records hold no request".into());
+    }
+    // One time line: the run's start on the master's wall clock is zero; each
+    // worker's monotonic times move by where its own zero was on its wall clock.
+    let origin = run.started_wall_us;
+    lines.sort_by_key(|(_, l)| {
+        (
+            l.anchor_wall_us.saturating_add(l.sent_us as i64),
+            l.worker.clone(),
+        )
+    });
+    let hosts: BTreeSet<String> = lines
+        .iter()
+        .map(|(_, l)| {
+            l.worker
+                .rsplit_once(':')
+                .map_or(&*l.worker, |(host, _)| host)
+                .to_owned()
+        })
+        .collect();
+    let workers: BTreeSet<&str> = lines.iter().map(|(_, l)| l.worker.as_str()).collect();
+    let n_workers = run.n_workers.max(workers.len() as u32);
+    let records: Vec<RequestRecord> = lines
+        .iter()
+        .enumerate()
+        .map(|(id, (_, l))| record(id as u64, l, origin))
+        .collect();
+    let n_stages = stages(&run.plan).len() as u64;
+    let status = if (0..n_stages).all(|s| stages_done.contains(&s)) {
+        RunStatus::Done
+    } else {
+        RunStatus::Cancelled
+    };
+    let environment = Environment {
+        source: Some("locust".into()),
+        conditions: vec![RunCondition::Locust {
+            locust_version: run.locust.clone(),
+            n_workers,
+            hosts: hosts.into_iter().collect(),
+        }],
+        ..Environment::default()
+    };
+    Ok(RunDocument::build(
+        format!("locust-{origin}"),
+        iso8601_utc(origin),
+        status,
+        run.plan,
+        environment,
+        records,
+    ))
+}
+
+/// A `request` line as a record on the run's time line.
+fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
+    let shift = line.anchor_wall_us.saturating_sub(origin_wall_us);
+    let at = |t: u64| (t as i64).saturating_add(shift).max(0) as u64;
+    let (n_out, token_source, token_mismatch) = token_count(line.usage, line.n_token_events);
+    RequestRecord {
+        id,
+        concurrency: line.concurrency,
+        warmup: line.warmup,
+        wanted_us: at(line.wanted_us),
+        sent_us: at(line.sent_us),
+        headers_us: line.headers_us.map(at),
+        first_token_us: line.first_token_us.map(at),
+        first_answer_us: line.first_answer_us.map(at),
+        last_token_us: line.last_token_us.map(at),
+        end_us: at(line.end_us),
+        status: line.status,
+        response_id: line.response_id.clone(),
+        n_bytes: line.n_bytes,
+        n_token_events: line.n_token_events,
+        n_reasoning_events: line.n_reasoning_events,
+        usage: line.usage,
+        n_out,
+        token_source,
+        token_mismatch,
+        finish_reason: line.finish_reason.clone(),
+        saw_done: line.saw_done,
+        token_times_us: line.token_times_us.iter().map(|&t| at(t)).collect(),
+        n_comment_lines: line.n_comment_lines,
+        output_text: None,
+        error: line.error.clone().map(|mut e| {
+            // Details cut to the length the page's own records keep.
+            e.redact(&[]);
+            e
+        }),
+        browser: None,
+    }
+}
+
+/// `us` since the Unix epoch as ISO 8601 UTC, to the second (the core has no
+/// clock or calendar crate: days to a civil date by Hinnant's algorithm).
+fn iso8601_utc(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests;

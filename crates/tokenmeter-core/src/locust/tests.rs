@@ -1,0 +1,301 @@
+use super::*;
+use crate::{error::ErrorKind, plan::PromptSpec};
+
+fn plan() -> Plan {
+    let mut plan = Plan::default_for_simulator("http://127.0.0.1:8080/v1");
+    plan.prompt = PromptSpec::Text("请用300字介绍\"prefill\"\n和 decode \\ 两个阶段".into());
+    plan.load = LoadMode::Ladder {
+        levels: vec![1, 4],
+        requests_per_level: 8,
+    };
+    plan.warmup_requests = 2;
+    plan.extra_headers = vec![("x-team".into(), "评测".into())];
+    plan
+}
+
+/// The setup the file embeds, read back as Python would: the literal is a JSON
+/// string whose text is the JSON.
+fn embedded_setup(file: &str) -> Value {
+    let line = file
+        .lines()
+        .find(|l| l.starts_with("SETUP = json.loads("))
+        .expect("the SETUP line");
+    let literal = line
+        .strip_prefix("SETUP = json.loads(")
+        .and_then(|l| l.strip_suffix(')'))
+        .unwrap();
+    let text: String = serde_json::from_str(literal).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_file_carries_the_plan_exactly_and_no_key() {
+    let plan = plan();
+    let file = locustfile(&plan);
+    let setup = embedded_setup(&file);
+    assert_eq!(setup["url"], "http://127.0.0.1:8080/v1/chat/completions");
+    assert_eq!(setup["body"], request_body(&plan.body_spec()));
+    assert_eq!(
+        setup["body"]["messages"][0]["content"], "请用300字介绍\"prefill\"\n和 decode \\ 两个阶段",
+        "CJK, quotes, a newline and a backslash arrive exactly"
+    );
+    assert_eq!(setup["timeout_s"], plan.timeout_s);
+    assert_eq!(setup["auth"], "bearer");
+    let headers = setup["headers"].as_array().unwrap();
+    assert!(headers.iter().any(|h| h == &json!(["x-team", "评测"])));
+    assert!(
+        !headers
+            .iter()
+            .any(|h| h[0] == "authorization" || h[0] == "api-key"),
+        "the key is added from {KEY_ENV} when the file runs"
+    );
+    assert!(file.contains("os.environ.get(KEY_ENV"));
+    assert!(file.contains(&format!("KEY_ENV = \"{KEY_ENV}\"")));
+    let back: Plan = serde_json::from_value(setup["plan"].clone()).unwrap();
+    assert_eq!(back, plan);
+    // The warm-up, one at a time, then each level with its requests.
+    assert_eq!(
+        setup["stages"],
+        json!([
+            {"stage": 0, "concurrency": 1, "warmup": true, "requests": 2, "users": 1},
+            {"stage": 1, "concurrency": 1, "warmup": false, "requests": 8},
+            {"stage": 2, "concurrency": 4, "warmup": false, "requests": 8},
+        ])
+    );
+    assert_eq!(requirements(), "locust==2.47.0\n");
+    assert!(!file.contains("{{"), "every placeholder is filled");
+}
+
+#[test]
+fn the_other_load_modes_become_stages() {
+    let mut plan = plan();
+    plan.warmup_requests = 0;
+    plan.load = LoadMode::Duration {
+        concurrency: 6,
+        seconds: 30.0,
+    };
+    assert_eq!(
+        embedded_setup(&locustfile(&plan))["stages"],
+        json!([{"stage": 0, "concurrency": 6, "warmup": false, "seconds": 30.0}])
+    );
+    plan.load = LoadMode::Arrivals {
+        rate_rps: 5.0,
+        poisson: true,
+        n_requests: 100,
+        seed: 7,
+    };
+    plan.auth = AuthStyle::ApiKeyHeader;
+    let setup = embedded_setup(&locustfile(&plan));
+    assert_eq!(
+        setup["stages"][0]["arrivals"],
+        json!({"rate_rps": 5.0, "poisson": true, "n_requests": 100, "seed": 7})
+    );
+    assert_eq!(setup["auth"], "api_key_header");
+}
+
+#[test]
+fn what_a_user_typed_cannot_break_out_of_the_header() {
+    let mut plan = plan();
+    plan.model = "m\"\"\"\nimport os; os.system('x') \\".into();
+    let file = locustfile(&plan);
+    let docstring_end = file
+        .find("\"\"\"\n\nimport json")
+        .expect("the docstring ends once");
+    let header = &file[..docstring_end];
+    assert_eq!(
+        header.matches("\"\"\"").count(),
+        1,
+        "only the opening quotes"
+    );
+    assert!(!header.contains("\nimport os"));
+    assert_eq!(
+        embedded_setup(&file)["body"]["model"],
+        "m\"\"\"\nimport os; os.system('x') \\"
+    );
+}
+
+fn run_line(started: i64) -> String {
+    json!({
+        "tokenmeter_locust": 1, "kind": "run", "plan": plan(), "generated_by": "tokenmeter",
+        "locust": "2.47.0", "python": "3.11.7", "master": "m", "n_workers": 2,
+        "started_wall_us": started,
+    })
+    .to_string()
+}
+
+fn request_line(worker: &str, anchor: i64, stage: u32, concurrency: u32, sent: u64) -> String {
+    json!({
+        "tokenmeter_locust": 1, "kind": "request", "worker": worker, "anchor_wall_us": anchor,
+        "stage": stage, "concurrency": concurrency, "warmup": stage == 0,
+        "wanted_us": sent, "sent_us": sent, "headers_us": sent + 1_000,
+        "first_token_us": sent + 200_000, "first_answer_us": sent + 200_000,
+        "last_token_us": sent + 240_000, "end_us": sent + 240_500, "status": 200,
+        "response_id": format!("chatcmpl-{sent}"), "n_bytes": 900, "n_token_events": 3,
+        "n_reasoning_events": 0,
+        "usage": {"prompt_tokens": 20, "completion_tokens": 3, "reasoning_tokens": null},
+        "finish_reason": "stop", "saw_done": true,
+        "token_times_us": [sent + 200_000, sent + 220_000, sent + 240_000],
+        "n_comment_lines": 0, "error": null,
+    })
+    .to_string()
+}
+
+fn stage_line(stage: u32) -> String {
+    json!({"tokenmeter_locust": 1, "kind": "stage", "stage": stage}).to_string()
+}
+
+/// A run on two workers whose monotonic clocks started 5 s apart on the wall clock.
+fn two_workers() -> Vec<String> {
+    let start = 1_764_720_000_000_000;
+    let (a, b) = (start - 10_000_000, start - 5_000_000);
+    let mut lines = vec![run_line(start)];
+    lines.push(request_line("h1:10", a, 0, 1, 10_100_000));
+    lines.push(request_line("h1:10", a, 0, 1, 10_400_000));
+    lines.push(stage_line(0));
+    for i in 0..8 {
+        lines.push(request_line("h1:10", a, 1, 1, 11_000_000 + i * 300_000));
+    }
+    lines.push(stage_line(1));
+    for i in 0..4 {
+        lines.push(request_line("h1:10", a, 2, 4, 14_000_000 + i * 300_000));
+        lines.push(request_line("h2:11", b, 2, 4, 9_000_000 + i * 300_000));
+    }
+    lines.push(stage_line(2));
+    lines
+}
+
+#[test]
+fn records_from_two_workers_share_one_time_line() {
+    let document = import(&two_workers().join("\n")).unwrap();
+    assert_eq!(document.status, RunStatus::Done);
+    assert_eq!(document.started_at, "2025-12-03T00:00:00Z");
+    assert_eq!(document.environment.source.as_deref(), Some("locust"));
+    assert_eq!(
+        document.environment.conditions,
+        vec![RunCondition::Locust {
+            locust_version: "2.47.0".into(),
+            n_workers: 2,
+            hosts: vec!["h1".into(), "h2".into()],
+        }]
+    );
+    assert_eq!(document.records.len(), 18);
+    assert_eq!(document.records.iter().filter(|r| r.warmup).count(), 2);
+    // Worker h1's zero was 10 s before the run's start: its 10.1 s is the run's 0.1 s.
+    assert_eq!(document.records[0].sent_us, 100_000);
+    // The two workers' requests of the last level interleave on the run's clock:
+    // h2's 9.0 s and h1's 14.0 s are both the run's 4.0 s.
+    let level_4: Vec<&RequestRecord> = document
+        .records
+        .iter()
+        .filter(|r| r.concurrency == 4)
+        .collect();
+    assert_eq!(level_4.len(), 8);
+    assert_eq!(level_4[0].sent_us, 4_000_000);
+    assert_eq!(level_4[1].sent_us, 4_000_000);
+    assert!(document
+        .records
+        .windows(2)
+        .all(|w| w[0].sent_us <= w[1].sent_us));
+    assert!(document
+        .records
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.id == i as u64));
+    let r = &document.records[5];
+    assert_eq!(r.ttft_us(), Some(200_000));
+    assert_eq!(r.n_out, Some(3));
+    assert_eq!(r.token_mismatch, Some(0));
+    assert_eq!(r.token_times_us[0], r.first_token_us.unwrap());
+    // Levels as the page shows them, and the verdict over them.
+    let levels: Vec<Option<u32>> = document.levels.iter().map(|l| l.concurrency).collect();
+    assert_eq!(levels, vec![Some(1), Some(4)]);
+    assert_eq!(document.levels[0].n_ok, 8);
+    assert_eq!(document.levels[1].n_ok, 8);
+    assert_eq!(document.plan, plan());
+    // The document reads back as any other.
+    let json = document.to_json();
+    assert_eq!(RunDocument::from_json(&json).unwrap().records.len(), 18);
+}
+
+#[test]
+fn a_run_stopped_early_is_kept_as_cancelled() {
+    let mut lines = two_workers();
+    lines.retain(|l| l != &stage_line(2));
+    assert_eq!(
+        import(&lines.join("\n")).unwrap().status,
+        RunStatus::Cancelled
+    );
+}
+
+#[test]
+fn failures_keep_their_kind_and_their_detail_is_bounded() {
+    let mut lines = two_workers();
+    let mut failed: Value = serde_json::from_str(&lines[4]).unwrap();
+    failed["status"] = 429.into();
+    failed["n_token_events"] = 0.into();
+    failed["token_times_us"] = json!([]);
+    failed["first_token_us"] = Value::Null;
+    failed["error"] =
+        json!({"kind": "rate_limited", "detail": "x".repeat(5_000), "retry_after_s": 2.0});
+    lines[4] = failed.to_string();
+    let document = import(&lines.join("\n")).unwrap();
+    let error = document
+        .records
+        .iter()
+        .find_map(|r| r.error.as_ref())
+        .unwrap();
+    assert_eq!(error.kind, ErrorKind::RateLimited);
+    assert_eq!(error.retry_after_s, Some(2.0));
+    assert!(error.detail.len() <= crate::error::DETAIL_BYTES + 4);
+}
+
+#[test]
+fn what_is_not_whole_is_refused_with_the_line() {
+    let lines = two_workers();
+    let refused = |text: &str| import(text).unwrap_err();
+    assert!(refused(&lines[1..].join("\n")).contains("no \"run\" line"));
+    assert!(refused(&[lines[0].clone(), "{not json".into()].join("\n")).contains("line 2"));
+    assert!(refused(&[lines[0].clone(), "{\"a\":1}".into()].join("\n"))
+        .contains("not a tokenmeter Locust record"));
+    let future = lines[1].replace("\"tokenmeter_locust\":1", "\"tokenmeter_locust\":2");
+    assert!(refused(&[lines[0].clone(), future].join("\n")).contains("format 2"));
+    let mut damaged: Value = serde_json::from_str(&lines[1]).unwrap();
+    damaged["n_token_events"] = 7.into();
+    assert!(refused(&[lines[0].clone(), damaged.to_string()].join("\n"))
+        .contains("line 2 is damaged: 3 token times for 7 token events"));
+    let mut unknown: Value = serde_json::from_str(&lines[1]).unwrap();
+    unknown["error"] = json!({"kind": "gremlins", "detail": ""});
+    assert!(
+        refused(&[lines[0].clone(), unknown.to_string()].join("\n")).contains("line 2 is damaged")
+    );
+    let other_run = run_line(1);
+    assert!(
+        refused(&[lines[0].clone(), other_run, lines[1].clone()].join("\n"))
+            .contains("more than one Locust run")
+    );
+    assert!(refused(&lines[0]).contains("no request"));
+}
+
+#[test]
+fn locust_records_are_told_from_other_documents() {
+    assert!(is_locust_records(&two_workers().join("\n")));
+    assert!(is_locust_records(&format!("\n\n{}", two_workers()[0])));
+    assert!(!is_locust_records("{\"schema\": 2}"));
+    assert!(!is_locust_records("not json"));
+}
+
+#[test]
+fn wall_clock_dates() {
+    assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(iso8601_utc(951_782_400_000_000), "2000-02-29T00:00:00Z");
+    assert_eq!(iso8601_utc(1_764_720_000_500_000), "2025-12-03T00:00:00Z");
+    assert_eq!(iso8601_utc(-1_000_000), "1969-12-31T23:59:59Z");
+}
+
+#[test]
+fn the_pins_the_tests_install_hold_this_locust() {
+    let pins = include_str!("../../../../e2e/locust/requirements.txt");
+    assert!(pins
+        .lines()
+        .any(|l| l == format!("locust=={LOCUST_VERSION}")));
+}
