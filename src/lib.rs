@@ -8,6 +8,7 @@
 mod app;
 mod config;
 pub mod engine;
+mod files;
 mod glossary;
 mod history;
 mod models;

@@ -3,7 +3,8 @@
 //! [`super::ConfigPanel`]); this is the form and its messages.
 
 use leptos::prelude::*;
-use wasm_bindgen::{prelude::Closure, JsCast};
+
+use crate::files::read_file;
 
 #[component]
 pub fn ImportConfig(
@@ -41,32 +42,4 @@ pub fn ImportConfig(
             })}
         </details>
     }
-}
-
-/// Reads the file chosen in a file input and hands its text to `apply`.
-fn read_file(event: leptos::ev::Event, apply: impl Fn(String) + 'static) {
-    let Some(input) = event
-        .target()
-        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-    else {
-        return;
-    };
-    let Some(file) = input.files().and_then(|files| files.get(0)) else {
-        return;
-    };
-    let Ok(reader) = web_sys::FileReader::new() else {
-        return;
-    };
-    let on_load = Closure::once({
-        let reader = reader.clone();
-        move || {
-            if let Some(text) = reader.result().ok().and_then(|r| r.as_string()) {
-                apply(text);
-            }
-        }
-    });
-    reader.set_onload(Some(on_load.as_ref().unchecked_ref()));
-    // The closure must outlive this call; it runs once, when the file is read.
-    on_load.forget();
-    let _ = reader.read_as_text(&file);
 }

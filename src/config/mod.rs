@@ -15,6 +15,7 @@ mod advanced;
 mod draft;
 mod import;
 mod key;
+mod locust;
 mod model;
 mod share;
 
@@ -27,7 +28,7 @@ use tokenmeter_core::{
 
 use self::{
     advanced::AdvancedFields, draft::DraftSignals, import::ImportConfig, key::KeyField,
-    model::ModelField, share::ShareLink,
+    locust::LocustExport, model::ModelField, share::ShareLink,
 };
 use crate::{run::RunController, widgets::Field, widgets::TextArea};
 
@@ -108,6 +109,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
                 </span>
             </div>
             <ShareLink draft=draft base=base problems=run.problems/>
+            <LocustExport draft=draft base=base problems=run.problems/>
             <ImportConfig apply=apply_import notes=import_notes error=import_error/>
             <Show when=move || run.problems.with(|p| !p.is_empty())>
                 <ul class="problems" data-testid="plan-error">

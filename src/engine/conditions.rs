@@ -89,6 +89,8 @@ pub fn environment(timer_resolution_us: f64) -> Environment {
         });
     }
     Environment {
+        // This browser measured: no other source.
+        source: None,
         user_agent: get(&navigator, "userAgent").as_string(),
         page_origin: get(&location, "origin").as_string(),
         timer_resolution_us: timer_resolution_us

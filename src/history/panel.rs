@@ -6,9 +6,14 @@ use leptos::prelude::*;
 use tokenmeter_core::report::{RunDocument, RunStatus};
 
 use super::History;
+use crate::files::read_file;
 
-/// `text` as a run document: tokenmeter's own, or a vLLM `bench serve` result.
+/// `text` as a run document: tokenmeter's own, a vLLM `bench serve` result, or
+/// the records of an exported plan run on Locust (JSON lines).
 fn import(text: &str) -> Result<RunDocument, String> {
+    if tokenmeter_core::locust::is_locust_records(text) {
+        return tokenmeter_core::locust::import(text);
+    }
     RunDocument::from_json(text).or_else(|own| {
         let is_ours = serde_json::from_str::<serde_json::Value>(text)
             .is_ok_and(|v| v.get("schema").is_some());
@@ -25,7 +30,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
     let import_error = RwSignal::new(None::<String>);
     let import_text = RwSignal::new(String::new());
     // A tokenmeter run document, or a vLLM bench serve result (--save-detailed).
-    let on_import = move |_| match import_text.with_untracked(|text| import(text)) {
+    let import_one = move |text: &str| match import(text) {
         Ok(document) => {
             history.keep(&document);
             import_error.set(None);
@@ -33,6 +38,8 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
         }
         Err(problem) => import_error.set(Some(problem)),
     };
+    // Read out first: importing clears the field, which must not be borrowed then.
+    let on_import = move |_| import_one(&import_text.get_untracked());
     view! {
         <section
             class="panel history"
@@ -71,7 +78,13 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                 <p class="callout warn" data-testid="history-storage-note">{note}</p>
             })}
             <details class="import">
-                <summary>"Import a run document, or a vLLM bench serve result (JSON)"</summary>
+                <summary>"Import a run document, a vLLM bench serve result, or Locust records"</summary>
+                <input
+                    type="file"
+                    accept="application/json,.json,.jsonl"
+                    data-testid="history-import-file"
+                    on:change=move |ev| read_file(ev, move |text| import_one(&text))
+                />
                 <textarea
                     data-testid="history-import-text"
                     rows="3"

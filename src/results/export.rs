@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{error::Lang, report::RunDocument};
-use wasm_bindgen::JsCast;
+
+use crate::files::download;
 
 #[component]
 pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
@@ -36,25 +37,4 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
             {button("export-html", "HTML report", ".html", "text/html", RunDocument::html)}
         </div>
     }
-}
-
-/// Offers `text` as a file.
-fn download(name: &str, mime: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
-    let options = web_sys::BlobPropertyBag::new();
-    options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
-        return;
-    };
-    let Ok(anchor) = leptos::prelude::document().create_element("a") else {
-        return;
-    };
-    let anchor: web_sys::HtmlAnchorElement = anchor.unchecked_into();
-    anchor.set_href(&url);
-    anchor.set_download(name);
-    anchor.click();
-    let _ = web_sys::Url::revoke_object_url(&url);
 }

@@ -61,8 +61,48 @@ pub fn run(args: &[String]) -> Result<()> {
             "bench size: what a user downloads, and how soon the page is up",
             || page_bench(&root, &["e2e/bench/size.mjs"]),
         ),
-        _ => Err("usage: cargo xtask bench core|sim|accuracy|load|memory|size".into()),
+        Some("locust") => step(
+            "bench locust: Locust workers running the exported plan, against the truth",
+            || locust_bench(&root),
+        ),
+        _ => Err("usage: cargo xtask bench core|sim|accuracy|load|memory|size|locust".into()),
     }
+}
+
+/// Builds the simulator and the report (release), then runs Locust at each level
+/// with one and with two worker processes (`e2e/bench/locust.mjs`).
+fn locust_bench(root: &std::path::Path) -> Result<()> {
+    let env = setup::ensure(Needs {
+        locust: true,
+        node: true,
+        ..Needs::default()
+    })?;
+    exec(Command::new("cargo").current_dir(root).args([
+        "build",
+        "--locked",
+        "--release",
+        "-p",
+        "tokenmeter-sim",
+        "-p",
+        "tokenmeter-report",
+    ]))?;
+    exec(
+        Command::new("node")
+            .current_dir(root)
+            .arg("e2e/bench/locust.mjs")
+            .env(
+                "TOKENMETER_LOCUST_PYTHON",
+                env.locust_python.as_ref().expect("locust was set up"),
+            )
+            .env(
+                "TOKENMETER_REPORT_BIN",
+                root.join("target/release/tokenmeter-report"),
+            )
+            .env(
+                "TOKENMETER_SIM_BIN",
+                root.join("target/release/tokenmeter-sim"),
+            ),
+    )
 }
 
 /// Builds the page as users get it (release) and the simulator, then runs the
@@ -72,6 +112,7 @@ fn page_bench(root: &std::path::Path, scripts: &[&str]) -> Result<()> {
         browser: true,
         node: true,
         engines: true,
+        locust: false,
     })?;
     let mut trunk = env.wasm_command("trunk");
     trunk.current_dir(root).args([

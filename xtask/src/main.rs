@@ -39,6 +39,7 @@ fn main() -> ExitCode {
             browser: true,
             node: true,
             engines: true,
+            locust: true,
         })
         .map(drop),
         Some("bench") => bench::run(rest),

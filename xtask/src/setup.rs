@@ -55,6 +55,9 @@ pub struct Needs {
     pub node: bool,
     /// Firefox ESR with geckodriver, and WebKitGTK with its WebDriver and Xvfb.
     pub engines: bool,
+    /// Locust (pinned, in a Python virtual environment under `target/`), for the
+    /// exported locustfile's end-to-end test.
+    pub locust: bool,
 }
 
 /// How this machine compiles for wasm32.
@@ -73,6 +76,8 @@ pub struct Env {
     pub chromium: Option<PathBuf>,
     pub chromedriver: Option<PathBuf>,
     pub engines: Option<Engines>,
+    /// The Python of the virtual environment that has Locust.
+    pub locust_python: Option<PathBuf>,
 }
 
 /// The other engines' drivers and browsers.
@@ -157,6 +162,13 @@ pub fn ensure(needs: Needs) -> Result<Env> {
     if needs.node {
         step("setup: Node.js and node_modules", ensure_node)?;
     }
+    let mut locust_python = None;
+    if needs.locust {
+        locust_python = Some(step(
+            "setup: Locust (Python virtual environment)",
+            ensure_locust,
+        )?);
+    }
     println!(
         "\nsetup: everything present ({} in all)",
         human_secs(started.elapsed().as_secs_f64())
@@ -166,6 +178,7 @@ pub fn ensure(needs: Needs) -> Result<Env> {
         chromium,
         chromedriver,
         engines,
+        locust_python,
     })
 }
 
@@ -404,6 +417,68 @@ fn ensure_node() -> Result<()> {
     )?;
     fs::write(stamp, lock)?;
     Ok(())
+}
+
+/// Where the Locust environment lives, and the pins it is made from.
+const LOCUST_VENV: &str = "target/locust-venv";
+const LOCUST_REQUIREMENTS: &str = "e2e/locust/requirements.txt";
+
+/// A virtual environment with exactly the pinned Locust and its dependencies
+/// (`--no-deps`: nothing resolved at install time), made once and remade when
+/// the pins change. Returns its `python`.
+fn ensure_locust() -> Result<PathBuf> {
+    let root = project_root();
+    let venv = root.join(LOCUST_VENV);
+    let python = venv.join("bin/python");
+    let pins = fs::read(root.join(LOCUST_REQUIREMENTS))?;
+    let stamp = venv.join(".tokenmeter-requirements");
+    if python.exists() && fs::read(&stamp).ok().as_deref() == Some(pins.as_slice()) {
+        println!(
+            "{LOCUST_VENV} matches {LOCUST_REQUIREMENTS} ({})",
+            probe(
+                python.to_str().unwrap_or_default(),
+                &["-m", "locust", "--version"]
+            )
+            .unwrap_or_default()
+        );
+        return Ok(python);
+    }
+    if which("python3").is_none() {
+        apt_install(&["python3", "python3-venv"], "Python 3 (about 1 min)")?;
+    }
+    let _ = fs::remove_dir_all(&venv);
+    let make_venv = || {
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !make_venv() {
+        // Debian's python3 leaves venv (ensurepip) to a package of its own.
+        apt_install(&["python3-venv"], "Python's venv module")?;
+        let _ = fs::remove_dir_all(&venv);
+        if !make_venv() {
+            return Err("python3 -m venv failed: install Python 3 with its venv module".into());
+        }
+    }
+    println!("installing Locust and its pinned dependencies from PyPI (about 1 min)");
+    exec(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "-r",
+            ])
+            .arg(root.join(LOCUST_REQUIREMENTS)),
+    )?;
+    fs::write(stamp, pins)?;
+    Ok(python)
 }
 
 /// Installs Debian packages that are not installed yet (as root, or through sudo).

@@ -8,6 +8,9 @@
 //! 5. `trunk build` of the page, then Playwright specs against it on loopback
 //! 6. the core behaviours in Chromium, Firefox ESR and WebKitGTK through W3C
 //!    WebDriver (`e2e/engines/`), against the same build
+//! 7. a plan exported from the page as a locustfile, run by Locust (pinned, in
+//!    `target/locust-venv`) with a master and two workers against the simulator,
+//!    read back by `tokenmeter-report` and the page (`e2e/locust/`)
 //!
 //! It stops at the first failing layer and exits non-zero.
 
@@ -31,6 +34,7 @@ pub fn run(args: &[String]) -> Result<()> {
         browser: !skip_browser,
         node: !skip_browser,
         engines: !skip_browser,
+        locust: !skip_browser,
     })?;
     let root = project_root();
     let cargo = || {
@@ -156,6 +160,36 @@ pub fn run(args: &[String]) -> Result<()> {
                     .args(["--test", "e2e/engines/core.spec.mjs"])
                     .env("TOKENMETER_DIST", root.join(E2E_DIST))
                     .envs(env.browser_vars())
+                    .env(
+                        "TOKENMETER_SIM_BIN",
+                        root.join("target/debug/tokenmeter-sim"),
+                    ),
+            )
+        },
+    )?;
+    step("tokenmeter-report, for the Locust layer", || {
+        exec(cargo().args(["build", "--locked", "-p", "tokenmeter-report"]))
+    })?;
+    step(
+        "Locust: a plan exported from the page, on a master and two workers",
+        || {
+            exec(
+                Command::new("node")
+                    .current_dir(&root)
+                    .args(["--test", "e2e/locust/locust.spec.mjs"])
+                    .env("TOKENMETER_DIST", root.join(E2E_DIST))
+                    .env("TOKENMETER_CHROMIUM", &chromium)
+                    .env("TOKENMETER_SCREENSHOTS", root.join(SCREENSHOTS))
+                    .env(
+                        "TOKENMETER_LOCUST_PYTHON",
+                        env.locust_python
+                            .as_ref()
+                            .expect("locust needs were set up"),
+                    )
+                    .env(
+                        "TOKENMETER_REPORT_BIN",
+                        root.join("target/debug/tokenmeter-report"),
+                    )
                     .env(
                         "TOKENMETER_SIM_BIN",
                         root.join("target/debug/tokenmeter-sim"),

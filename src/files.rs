@@ -1,0 +1,53 @@
+//! Files in and out of the page: a text offered as a download, and the text of a
+//! file the user chose.
+
+use wasm_bindgen::{prelude::Closure, JsCast};
+
+/// Offers `text` as a file.
+pub fn download(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let Ok(anchor) = leptos::prelude::document().create_element("a") else {
+        return;
+    };
+    let anchor: web_sys::HtmlAnchorElement = anchor.unchecked_into();
+    anchor.set_href(&url);
+    anchor.set_download(name);
+    anchor.click();
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+/// Reads the file chosen in a file input and hands its text to `apply`.
+pub fn read_file(event: leptos::ev::Event, apply: impl Fn(String) + 'static) {
+    let Some(input) = event
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    let Some(file) = input.files().and_then(|files| files.get(0)) else {
+        return;
+    };
+    let Ok(reader) = web_sys::FileReader::new() else {
+        return;
+    };
+    let on_load = Closure::once({
+        let reader = reader.clone();
+        move || {
+            if let Some(text) = reader.result().ok().and_then(|r| r.as_string()) {
+                apply(text);
+            }
+        }
+    });
+    reader.set_onload(Some(on_load.as_ref().unchecked_ref()));
+    // The closure must outlive this call; it runs once, when the file is read.
+    on_load.forget();
+    let _ = reader.read_as_text(&file);
+}
