@@ -33,6 +33,11 @@ const LOAD_KINDS: &[(LoadKind, &str, &str)] = &[
         "duration",
         "first level for a fixed time",
     ),
+    (
+        LoadKind::SloSearch,
+        "slo_search",
+        "highest concurrency within the SLO (search)",
+    ),
 ];
 
 #[component]
@@ -80,9 +85,19 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
             <Show when=move || d.load.get() == LoadKind::Duration>
                 <Field label="Duration (s)" testid="duration" value=d.duration_s disabled=running hint="At the first concurrency level."/>
             </Show>
+            <Show when=move || d.load.get() == LoadKind::SloSearch>
+                <Field
+                    label="Search up to concurrency"
+                    testid="search-max"
+                    value=d.search_max
+                    disabled=running
+                    hint="Probes from 1, doubling, then halving the gap, each of requests-per-level requests (at least two waves): the answer is the highest concurrency within the SLO below."
+                />
+            </Show>
             <div class="field-row">
                 <Field label="SLO: p95 TTFT ≤ ms" testid="slo-ttft" value=d.slo_ttft_ms disabled=running/>
                 <Field label="SLO: p95 TPOT ≤ ms" testid="slo-tpot" value=d.slo_tpot_ms disabled=running/>
+                <Field label="SLO: errors ≤ %" testid="slo-error-rate" value=d.slo_error_pct disabled=running/>
             </div>
         </details>
     }

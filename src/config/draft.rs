@@ -33,8 +33,10 @@ pub struct DraftSignals {
     /// Not shown: kept from the plan so that an imported schedule stays the same.
     seed: StoredValue<u64>,
     pub duration_s: RwSignal<String>,
+    pub search_max: RwSignal<String>,
     pub slo_ttft_ms: RwSignal<String>,
     pub slo_tpot_ms: RwSignal<String>,
+    pub slo_error_pct: RwSignal<String>,
 }
 
 impl DraftSignals {
@@ -60,8 +62,10 @@ impl DraftSignals {
             poisson: RwSignal::default(),
             seed: StoredValue::default(),
             duration_s: RwSignal::default(),
+            search_max: RwSignal::default(),
             slo_ttft_ms: RwSignal::default(),
             slo_tpot_ms: RwSignal::default(),
+            slo_error_pct: RwSignal::default(),
         };
         signals.set(draft);
         signals
@@ -90,8 +94,10 @@ impl DraftSignals {
             poisson: self.poisson.get_untracked(),
             seed: self.seed.get_value(),
             duration_s: self.duration_s.get_untracked(),
+            search_max: self.search_max.get_untracked(),
             slo_ttft_ms: self.slo_ttft_ms.get_untracked(),
             slo_tpot_ms: self.slo_tpot_ms.get_untracked(),
+            slo_error_pct: self.slo_error_pct.get_untracked(),
         }
     }
 
@@ -127,8 +133,10 @@ impl DraftSignals {
             poisson,
             seed,
             duration_s,
+            search_max,
             slo_ttft_ms,
             slo_tpot_ms,
+            slo_error_pct,
         } = draft;
         self.base_url.set(base_url);
         self.model.set(model);
@@ -150,8 +158,10 @@ impl DraftSignals {
         self.poisson.set(poisson);
         self.seed.set_value(seed);
         self.duration_s.set(duration_s);
+        self.search_max.set(search_max);
         self.slo_ttft_ms.set(slo_ttft_ms);
         self.slo_tpot_ms.set(slo_tpot_ms);
+        self.slo_error_pct.set(slo_error_pct);
     }
 
     /// The plan the fields describe, on top of `base`; every problem as a sentence.

@@ -14,12 +14,11 @@ pub fn LocustExport(
     base: StoredValue<Plan>,
     problems: RwSignal<Vec<String>>,
 ) -> impl IntoView {
-    let on_export = move |_| match draft.plan(&base.get_value()) {
-        Ok(plan) => download(
-            locust::FILE_NAME,
-            "text/x-python",
-            &locust::locustfile(&plan),
-        ),
+    let on_export = move |_| match draft
+        .plan(&base.get_value())
+        .and_then(|plan| locust::locustfile(&plan).map_err(|why| vec![why]))
+    {
+        Ok(file) => download(locust::FILE_NAME, "text/x-python", &file),
         Err(why) => problems.set(why),
     };
     let on_requirements =

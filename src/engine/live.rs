@@ -85,6 +85,38 @@ impl Shared {
         }
     }
 
+    /// Adds a level the run decided on as it went (an SLO search's next probe);
+    /// returns its index.
+    pub fn push_level(&self, concurrency: u32, n_planned: u32, engine: Engine) -> usize {
+        let mut progress = self.progress.borrow_mut();
+        progress.levels.push(LevelProgress {
+            concurrency,
+            n_planned,
+            ..LevelProgress::default()
+        });
+        self.live
+            .borrow_mut()
+            .push(LiveLevel::new(concurrency, engine));
+        self.frozen.borrow_mut().push(None);
+        self.load.borrow_mut().push(LevelLoad {
+            started_ms: 0.0,
+            lag: LagHistogram::new(),
+            busy_us: 0,
+            n_chunks: 0,
+        });
+        progress.levels.len() - 1
+    }
+
+    /// Copies of the records of level `concurrency` so far (warm-ups left out).
+    pub fn level_records(&self, concurrency: u32) -> Vec<RequestRecord> {
+        self.records
+            .borrow()
+            .iter()
+            .filter(|r| !r.warmup && r.concurrency == concurrency)
+            .cloned()
+            .collect()
+    }
+
     pub fn next_id(&self) -> u64 {
         let id = self.next_id.get();
         self.next_id.set(id + 1);

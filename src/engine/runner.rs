@@ -12,6 +12,7 @@ use tokenmeter_core::{
     plan::{arrival_offsets_ms, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
+    search::{self, SloSearch},
     stream::request_body,
 };
 
@@ -59,9 +60,11 @@ pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
 }
 
 /// The levels a plan runs, as `(concurrency, requests planned)`: concurrency 0 is
-/// open-loop arrivals, 0 requests a level bounded by time.
+/// open-loop arrivals, 0 requests a level bounded by time. An SLO search has none
+/// beforehand: it adds each probe as it goes.
 fn levels(plan: &Plan) -> Vec<(u32, u32)> {
     match &plan.load {
+        LoadMode::SloSearch { .. } => Vec::new(),
         LoadMode::Ladder {
             levels,
             requests_per_level,
@@ -119,6 +122,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
 
     // Warm-up: sequential, never summarised; it pays for connection set-up and the
     // first CORS preflight.
+    // (An SLO search starts at 1.)
     let warmup_concurrency = levels.first().map_or(1, |l| l.0.max(1));
     for _ in 0..plan.warmup_requests {
         if cancel.is_cancelled() {
@@ -138,10 +142,33 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
 
     let mut conditions = Vec::new();
     let mut engine_load = Vec::new();
-    for (index, &(concurrency, n_planned)) in levels.iter().enumerate() {
+    let mut search = match &plan.load {
+        LoadMode::SloSearch {
+            max_concurrency, ..
+        } => Some(SloSearch::new(1, *max_concurrency)),
+        _ => None,
+    };
+    for index in 0.. {
         if cancel.is_cancelled() {
             break;
         }
+        let (concurrency, n_planned) = match (&search, &plan.load) {
+            (
+                Some(search),
+                LoadMode::SloSearch {
+                    requests_per_probe, ..
+                },
+            ) => {
+                let Some(c) = search.next() else { break };
+                let n = search::requests_per_probe(c, *requests_per_probe);
+                shared.push_level(c, n, environment.engine());
+                (c, n)
+            }
+            _ => match levels.get(index) {
+                Some(&level) => level,
+                None => break,
+            },
+        };
         shared.start_level(index);
         let level = Level {
             shared: &shared,
@@ -151,7 +178,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             index,
         };
         match &plan.load {
-            LoadMode::Ladder { .. } => {
+            LoadMode::Ladder { .. } | LoadMode::SloSearch { .. } => {
                 level.closed_loop(concurrency, n_planned, None).await;
             }
             LoadMode::Duration { seconds, .. } => {
@@ -183,6 +210,26 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         );
         conditions.extend(level_conditions(concurrency, hidden_ms, &load));
         engine_load.push(load);
+        if let Some(search) = &mut search {
+            if cancel.is_cancelled() {
+                break;
+            }
+            // The probe judged as the finished run will judge its level: by the
+            // verdict, distortions (the engine's lag, the browser's queue) included.
+            let mut probe_environment = environment.clone();
+            probe_environment
+                .conditions
+                .extend(conditions.iter().cloned());
+            let probe = RunDocument::build(
+                String::new(),
+                String::new(),
+                RunStatus::Done,
+                plan.clone(),
+                probe_environment,
+                shared.level_records(concurrency),
+            );
+            search.observe(concurrency, search::probe_met(&probe, concurrency));
+        }
     }
 
     let status = if cancel.is_cancelled() {
@@ -210,7 +257,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         environment.conditions.push(diagnosis);
     }
     environment.engine_load = engine_load;
-    let document = RunDocument::build(
+    let mut document = RunDocument::build(
         input.run_id,
         input.started_at,
         status,
@@ -218,6 +265,9 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         environment,
         records,
     );
+    if let Some(search) = search {
+        search::conclude(&mut document, search.outcome());
+    }
     post(FromWorker::Finished {
         document: Box::new(document),
     });

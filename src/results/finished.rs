@@ -138,6 +138,23 @@ pub fn Finished(
                     <dt>{say(lang, "safe concurrency", "安全并发")}</dt>
                     <dd data-testid="verdict-safe">{safe}</dd>
                 </dl>
+                {document.search.as_ref().map(|outcome| {
+                    let found = outcome.highest_met;
+                    view! {
+                        <p
+                            class="search-result"
+                            data-testid="slo-search-result"
+                            data-concurrency=found.map(|c| c.to_string()).unwrap_or_default()
+                            data-probes=outcome.probes.len()
+                        >
+                            {say(lang, "Highest concurrency within the SLO: ", "满足 SLO 的最高并发：")}
+                            <strong>{move || match found {
+                                Some(c) => c.to_string(),
+                                None => say(lang, "none", "无")().to_owned(),
+                            }}</strong>
+                        </p>
+                    }
+                })}
                 <p data-testid="verdict-text">{verdict_text}</p>
                 {(!findings.is_empty()).then(|| view! {
                     <div class="diagnosis" data-testid="diagnosis">

@@ -29,6 +29,8 @@ pub enum LoadKind {
     Arrivals,
     /// The first level for a fixed time.
     Duration,
+    /// The highest concurrency within the SLO, searched for.
+    SloSearch,
 }
 
 /// The form's fields, as typed. Strings are what the user typed; the choices are
@@ -61,8 +63,12 @@ pub struct PlanDraft {
     /// The Poisson arrivals' seed: not shown, kept from the plan.
     pub seed: u64,
     pub duration_s: String,
+    /// The SLO search's ceiling (requests per level is per probe).
+    pub search_max: String,
     pub slo_ttft_ms: String,
     pub slo_tpot_ms: String,
+    /// The most failed requests a level may have, percent; empty for no limit.
+    pub slo_error_pct: String,
 }
 
 /// The field a problem is about.
@@ -81,8 +87,10 @@ pub enum DraftField {
     PromptTokens,
     Rate,
     Duration,
+    SearchMax,
     SloTtft,
     SloTpot,
+    SloErrorRate,
 }
 
 /// Why a draft is not a plan yet: one sentence a user can act on.
@@ -138,8 +146,10 @@ impl Default for PlanDraft {
             poisson: true,
             seed: 1,
             duration_s: "30".into(),
+            search_max: "64".into(),
             slo_ttft_ms: String::new(),
             slo_tpot_ms: String::new(),
+            slo_error_pct: String::new(),
         };
         draft.fill(&Plan::default_for_simulator(""));
         draft
@@ -215,9 +225,18 @@ impl PlanDraft {
                 self.levels = concurrency.to_string();
                 self.duration_s = seconds.to_string();
             }
+            LoadMode::SloSearch {
+                max_concurrency,
+                requests_per_probe,
+            } => {
+                self.load = LoadKind::SloSearch;
+                self.search_max = max_concurrency.to_string();
+                self.requests_per_level = requests_per_probe.to_string();
+            }
         }
         self.slo_ttft_ms = optional(plan.slo.ttft_p95_ms);
         self.slo_tpot_ms = optional(plan.slo.tpot_p95_ms);
+        self.slo_error_pct = optional(plan.slo.error_rate_pct);
     }
 
     /// The plan the draft describes, on top of `base` (which gives what the form
@@ -288,6 +307,19 @@ impl PlanDraft {
         }
         plan.slo.ttft_p95_ms = limit(&self.slo_ttft_ms, F::SloTtft, "p95 TTFT", &mut problems);
         plan.slo.tpot_p95_ms = limit(&self.slo_tpot_ms, F::SloTpot, "p95 TPOT", &mut problems);
+        plan.slo.error_rate_pct = match self.slo_error_pct.trim() {
+            "" => None,
+            text => match number(text).filter(|p| (0.0..=100.0).contains(p)) {
+                Some(pct) => Some(pct),
+                None => {
+                    problems.push(PlanProblem::at(
+                        F::SloErrorRate,
+                        "the error-rate limit must be a percentage from 0 to 100, or empty for none",
+                    ));
+                    None
+                }
+            },
+        };
         if let Err(more) = plan.validate() {
             for message in more {
                 if !problems.iter().any(|p| p.message == message) {
@@ -352,6 +384,20 @@ impl PlanDraft {
                 (_, None) => problem(
                     F::Duration,
                     "the duration must be a number of seconds above 0".into(),
+                ),
+            },
+            LoadKind::SloSearch => match (whole(&self.search_max).filter(|&n| n > 0), count) {
+                (Some(max_concurrency), Some(requests_per_probe)) => Some(LoadMode::SloSearch {
+                    max_concurrency,
+                    requests_per_probe,
+                }),
+                (None, _) => problem(
+                    F::SearchMax,
+                    "search up to a whole concurrency above 0".into(),
+                ),
+                (_, None) => problem(
+                    F::RequestsPerLevel,
+                    "requests per probe (requests per level) must be a whole number above 0".into(),
                 ),
             },
         }
@@ -474,6 +520,40 @@ mod tests {
             expected.slo.e2e_p95_ms = other.slo.e2e_p95_ms;
             assert_eq!(draft.to_plan(&other), Ok(expected));
         }
+    }
+
+    #[test]
+    fn an_slo_search_round_trips_with_its_error_rate_limit() {
+        let mut plan = Plan::default_for_simulator(BASE);
+        plan.load = LoadMode::SloSearch {
+            max_concurrency: 48,
+            requests_per_probe: 30,
+        };
+        plan.slo.error_rate_pct = Some(0.5);
+        let draft = PlanDraft::from_plan(&plan);
+        assert_eq!(draft.load, LoadKind::SloSearch);
+        assert_eq!(draft.search_max, "48");
+        assert_eq!(draft.requests_per_level, "30");
+        assert_eq!(draft.slo_error_pct, "0.5");
+        assert_eq!(draft.to_plan(&plan), Ok(plan.clone()));
+        // An SLO search needs a limit; a ceiling must be a whole number.
+        let mut no_limit = draft.clone();
+        no_limit.slo_ttft_ms = String::new();
+        no_limit.slo_tpot_ms = String::new();
+        no_limit.slo_error_pct = String::new();
+        let problems = no_limit.to_plan(&plan).unwrap_err();
+        assert!(problems.iter().any(|p| p.message.contains("needs a limit")));
+        let mut bad = draft.clone();
+        bad.search_max = "lots".into();
+        bad.slo_error_pct = "120".into();
+        let fields: Vec<_> = bad
+            .to_plan(&plan)
+            .unwrap_err()
+            .iter()
+            .filter_map(|p| p.field)
+            .collect();
+        assert!(fields.contains(&DraftField::SearchMax));
+        assert!(fields.contains(&DraftField::SloErrorRate));
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod locust;
 pub mod plan;
 pub mod record;
 pub mod report;
+pub mod search;
 pub mod sse;
 pub mod stats;
 pub mod stream;

@@ -16,7 +16,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::stream::{BodySpec, EndpointKind};
+use crate::{
+    search::{self, SloSearch},
+    stream::{BodySpec, EndpointKind},
+};
 
 /// The plan format version this crate writes.
 pub const PLAN_SCHEMA: u32 = 1;
@@ -34,6 +37,8 @@ pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
 pub const MAX_REQUESTS_PER_RUN: u32 = 100_000;
 /// The most warm-up requests (sent one after another before the first level).
 pub const MAX_WARMUP_REQUESTS: u32 = 100;
+/// The highest concurrency an SLO search may reach.
+pub const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
 
 /// Latency limits: the verdict's SLO and the goodput's per-request test.
 ///
@@ -47,11 +52,17 @@ pub struct Slo {
     pub tpot_p95_ms: Option<f64>,
     #[serde(default)]
     pub e2e_p95_ms: Option<f64>,
+    /// The most failed requests a level may have, percent of its requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate_pct: Option<f64>,
 }
 
 impl Slo {
     pub fn is_set(&self) -> bool {
-        self.ttft_p95_ms.is_some() || self.tpot_p95_ms.is_some() || self.e2e_p95_ms.is_some()
+        self.ttft_p95_ms.is_some()
+            || self.tpot_p95_ms.is_some()
+            || self.e2e_p95_ms.is_some()
+            || self.error_rate_pct.is_some()
     }
 
     /// True when one request's figures (µs) are within every set limit. A request
@@ -97,6 +108,14 @@ pub enum LoadMode {
     },
     /// Closed loop at one concurrency for a fixed time.
     Duration { concurrency: u32, seconds: f64 },
+    /// The highest concurrency within the SLO, searched for (see
+    /// [`crate::search`]): closed-loop probes from 1, doubling up to
+    /// `max_concurrency`, then bisecting; each probe sends `requests_per_probe`
+    /// (at least two waves).
+    SloSearch {
+        max_concurrency: u32,
+        requests_per_probe: u32,
+    },
 }
 
 /// How the key is sent.
@@ -215,6 +234,7 @@ impl Plan {
                 ttft_p95_ms: Some(1000.0),
                 tpot_p95_ms: Some(100.0),
                 e2e_p95_ms: None,
+                error_rate_pct: None,
             },
             analysis: AnalysisParams::default(),
         }
@@ -351,6 +371,39 @@ impl Plan {
                 if !positive(*seconds) {
                     problems.push("the duration must be more than 0 seconds".into());
                 }
+            }
+            LoadMode::SloSearch {
+                max_concurrency,
+                requests_per_probe,
+            } => {
+                if !self.slo.is_set() {
+                    problems.push("an SLO search needs a limit to search for: set a p95 TTFT or TPOT limit (or an error rate) under Advanced".into());
+                }
+                if !(1..=MAX_SEARCH_CONCURRENCY).contains(max_concurrency) {
+                    problems.push(format!(
+                        "search up to a concurrency between 1 and {MAX_SEARCH_CONCURRENCY}"
+                    ));
+                } else if *requests_per_probe == 0 || too_many(*requests_per_probe) {
+                    problems.push(format!(
+                        "requests per probe must be between 1 and {MAX_REQUESTS_PER_LEVEL}"
+                    ));
+                } else {
+                    let most = u64::from(SloSearch::max_probes(1, *max_concurrency))
+                        * u64::from(search::requests_per_probe(
+                            *max_concurrency,
+                            *requests_per_probe,
+                        ));
+                    if most > u64::from(MAX_REQUESTS_PER_RUN) {
+                        problems.push(format!(
+                            "this search may send up to {most} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: search up to a lower concurrency or send fewer requests per probe"
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(pct) = self.slo.error_rate_pct {
+            if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
+                problems.push("the error-rate limit is a percentage between 0 and 100".into());
             }
         }
         if problems.is_empty() {
@@ -935,11 +988,42 @@ mod tests {
             ttft_p95_ms: Some(100.0),
             tpot_p95_ms: Some(10.0),
             e2e_p95_ms: None,
+            error_rate_pct: None,
         };
         assert!(slo.is_met_by(100_000, Some(10_000.0), 9_999_999));
         assert!(!slo.is_met_by(100_001, Some(1.0), 0));
         assert!(!slo.is_met_by(1, Some(10_001.0), 0));
         assert!(slo.is_met_by(1, None, 0));
         assert!(Slo::default().is_met_by(u64::MAX, Some(f64::MAX), u64::MAX));
+    }
+
+    #[test]
+    fn an_slo_search_is_bounded_by_the_run_cap() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.load = LoadMode::SloSearch {
+            max_concurrency: 64,
+            requests_per_probe: 40,
+        };
+        assert_eq!(plan.validate(), Ok(()));
+        plan.load = LoadMode::SloSearch {
+            max_concurrency: 4_096,
+            requests_per_probe: 10_000,
+        };
+        let problems = plan.validate().unwrap_err();
+        assert!(
+            problems[0].contains("this search may send up to"),
+            "{problems:?}"
+        );
+        plan.load = LoadMode::SloSearch {
+            max_concurrency: 0,
+            requests_per_probe: 10,
+        };
+        assert!(plan.validate().unwrap_err()[0].contains("between 1 and 4096"));
+        plan.slo.error_rate_pct = Some(f64::NAN);
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("error-rate limit")));
     }
 }

@@ -15,6 +15,7 @@ use crate::{
     error::{ErrorKind, Lang},
     plan::Plan,
     record::RequestRecord,
+    search::SearchOutcome,
     stats::Distribution,
     summary::{Distortion, LevelStats, Summary},
     verdict::{analyse, Verdict},
@@ -147,6 +148,9 @@ pub struct RunDocument {
     pub verdict: Verdict,
     /// Every request, warm-ups included (marked).
     pub records: Vec<RequestRecord>,
+    /// What an SLO search found (plans in the `slo_search` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchOutcome>,
 }
 
 /// What, besides the server, shaped `level` so much that the verdict leaves it out:
@@ -230,6 +234,7 @@ impl RunDocument {
             levels,
             verdict,
             records,
+            search: None,
         }
     }
 

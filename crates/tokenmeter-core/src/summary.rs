@@ -628,6 +628,7 @@ mod tests {
             ttft_p95_ms: Some(200.0),
             tpot_p95_ms: Some(200.0),
             e2e_p95_ms: None,
+            error_rate_pct: None,
         };
         let s = stats.summary(&slo);
         assert_eq!(s.n_good, Some(1));

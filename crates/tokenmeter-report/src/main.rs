@@ -53,6 +53,9 @@ struct Args {
     /// Override the plan's p95 end-to-end limit, ms.
     #[arg(long)]
     slo_e2e_p95_ms: Option<f64>,
+    /// Override the plan's error-rate limit, percent of a level's requests.
+    #[arg(long)]
+    slo_error_rate_pct: Option<f64>,
     /// Write the run document (JSON) here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -100,6 +103,7 @@ fn run(args: &Args) -> Result<bool, String> {
         args.slo_ttft_p95_ms,
         args.slo_tpot_p95_ms,
         args.slo_e2e_p95_ms,
+        args.slo_error_rate_pct,
     ]
     .iter()
     .any(Option::is_some);
@@ -108,6 +112,7 @@ fn run(args: &Args) -> Result<bool, String> {
             ttft_p95_ms: args.slo_ttft_p95_ms.or(document.plan.slo.ttft_p95_ms),
             tpot_p95_ms: args.slo_tpot_p95_ms.or(document.plan.slo.tpot_p95_ms),
             e2e_p95_ms: args.slo_e2e_p95_ms.or(document.plan.slo.e2e_p95_ms),
+            error_rate_pct: args.slo_error_rate_pct.or(document.plan.slo.error_rate_pct),
         };
         document.verdict = analyse(&document.levels, &slo, &document.plan.analysis);
         document.plan.slo = slo;
@@ -147,7 +152,7 @@ fn export_locust(text: &str, dir: &std::path::Path) -> Result<(), String> {
     plan.validate().map_err(|problems| problems.join("; "))?;
     fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     for (name, contents) in [
-        (locust::FILE_NAME, locust::locustfile(&plan)),
+        (locust::FILE_NAME, locust::locustfile(&plan)?),
         ("requirements.txt", locust::requirements()),
     ] {
         let path = dir.join(name);

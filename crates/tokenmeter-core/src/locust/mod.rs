@@ -44,9 +44,11 @@ pub fn requirements() -> String {
     format!("locust=={LOCUST_VERSION}\n")
 }
 
-/// The plan as a locustfile (see the module docs). The plan never holds the key,
-/// so neither does the file.
-pub fn locustfile(plan: &Plan) -> String {
+/// The plan as a locustfile (see the module docs), `Err` with what to do for a
+/// plan Locust cannot run as it is. The plan never holds the key, so neither does
+/// the file.
+pub fn locustfile(plan: &Plan) -> Result<String, String> {
+    let stages = stages(plan)?;
     let setup = json!({
         "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
         "url": plan.endpoint_url(),
@@ -58,13 +60,13 @@ pub fn locustfile(plan: &Plan) -> String {
         },
         "body": request_body(&plan.body_spec()),
         "timeout_s": plan.timeout_s,
-        "stages": stages(plan),
+        "stages": stages,
         "plan": plan,
     });
     // A JSON string holding the JSON: also a Python string literal (serde_json
     // writes only escapes Python reads the same way, and UTF-8 as is).
     let literal = serde_json::to_string(&setup.to_string()).expect("a string serialises");
-    TEMPLATE
+    Ok(TEMPLATE
         .replace("{{VERSION}}", env!("CARGO_PKG_VERSION"))
         .replace("{{SUMMARY}}", &one_line(&summary(plan)))
         .replace(
@@ -75,11 +77,16 @@ pub fn locustfile(plan: &Plan) -> String {
             },
         )
         .replace("{{FILE}}", FILE_NAME)
-        .replace("{{SETUP_JSON}}", &literal)
+        .replace("{{SETUP_JSON}}", &literal))
 }
 
 /// The stages a plan runs: the warm-up (one request at a time), then each level.
-fn stages(plan: &Plan) -> Vec<Value> {
+/// An SLO search decides its levels as it goes, which a load shape written
+/// beforehand cannot.
+fn stages(plan: &Plan) -> Result<Vec<Value>, String> {
+    if let LoadMode::SloSearch { .. } = plan.load {
+        return Err("an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure".into());
+    }
     let mut stages = Vec::new();
     let mut stage = |mut value: Value| {
         value["stage"] = stages.len().into();
@@ -88,7 +95,7 @@ fn stages(plan: &Plan) -> Vec<Value> {
     let first = match &plan.load {
         LoadMode::Ladder { levels, .. } => levels.first().copied().unwrap_or(1),
         LoadMode::Duration { concurrency, .. } => *concurrency,
-        LoadMode::Arrivals { .. } => 0,
+        LoadMode::Arrivals { .. } | LoadMode::SloSearch { .. } => 0,
     };
     if plan.warmup_requests > 0 {
         // The engine's warm-ups: one after another, labelled with the first level.
@@ -119,8 +126,9 @@ fn stages(plan: &Plan) -> Vec<Value> {
             "warmup": false,
             "arrivals": {"rate_rps": rate_rps, "poisson": poisson, "n_requests": n_requests, "seed": seed},
         })),
+        LoadMode::SloSearch { .. } => unreachable!("refused above"),
     }
-    stages
+    Ok(stages)
 }
 
 /// The plan in one line, for the file's header.
@@ -149,6 +157,7 @@ fn summary(plan: &Plan) -> String {
             "{n_requests} requests arriving at {rate_rps}/s ({})",
             if *poisson { "Poisson" } else { "evenly" }
         ),
+        LoadMode::SloSearch { .. } => String::new(),
     };
     let warmup = match plan.warmup_requests {
         0 => String::new(),
@@ -312,7 +321,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
         .enumerate()
         .map(|(id, (_, l))| record(id as u64, l, origin))
         .collect();
-    let n_stages = stages(&run.plan).len() as u64;
+    let n_stages = stages(&run.plan).map_or(0, |s| s.len()) as u64;
     let status = if (0..n_stages).all(|s| stages_done.contains(&s)) {
         RunStatus::Done
     } else {

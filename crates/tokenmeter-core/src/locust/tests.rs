@@ -31,7 +31,7 @@ fn embedded_setup(file: &str) -> Value {
 #[test]
 fn the_file_carries_the_plan_exactly_and_no_key() {
     let plan = plan();
-    let file = locustfile(&plan);
+    let file = locustfile(&plan).unwrap();
     let setup = embedded_setup(&file);
     assert_eq!(setup["url"], "http://127.0.0.1:8080/v1/chat/completions");
     assert_eq!(setup["body"], request_body(&plan.body_spec()));
@@ -67,6 +67,18 @@ fn the_file_carries_the_plan_exactly_and_no_key() {
 }
 
 #[test]
+fn an_slo_search_is_refused_with_what_to_do() {
+    let mut plan = plan();
+    plan.load = LoadMode::SloSearch {
+        max_concurrency: 64,
+        requests_per_probe: 20,
+    };
+    assert!(locustfile(&plan)
+        .unwrap_err()
+        .contains("choose the ladder mode"));
+}
+
+#[test]
 fn the_other_load_modes_become_stages() {
     let mut plan = plan();
     plan.warmup_requests = 0;
@@ -75,7 +87,7 @@ fn the_other_load_modes_become_stages() {
         seconds: 30.0,
     };
     assert_eq!(
-        embedded_setup(&locustfile(&plan))["stages"],
+        embedded_setup(&locustfile(&plan).unwrap())["stages"],
         json!([{"stage": 0, "concurrency": 6, "warmup": false, "seconds": 30.0}])
     );
     plan.load = LoadMode::Arrivals {
@@ -85,7 +97,7 @@ fn the_other_load_modes_become_stages() {
         seed: 7,
     };
     plan.auth = AuthStyle::ApiKeyHeader;
-    let setup = embedded_setup(&locustfile(&plan));
+    let setup = embedded_setup(&locustfile(&plan).unwrap());
     assert_eq!(
         setup["stages"][0]["arrivals"],
         json!({"rate_rps": 5.0, "poisson": true, "n_requests": 100, "seed": 7})
@@ -97,7 +109,7 @@ fn the_other_load_modes_become_stages() {
 fn what_a_user_typed_cannot_break_out_of_the_header() {
     let mut plan = plan();
     plan.model = "m\"\"\"\nimport os; os.system('x') \\".into();
-    let file = locustfile(&plan);
+    let file = locustfile(&plan).unwrap();
     let docstring_end = file
         .find("\"\"\"\n\nimport json")
         .expect("the docstring ends once");

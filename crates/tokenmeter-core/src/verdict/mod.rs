@@ -63,6 +63,13 @@ impl LevelPoint {
         check("TTFT", slo.ttft_p95_ms, self.ttft_p95_ms);
         check("TPOT", slo.tpot_p95_ms, self.tpot_p95_ms);
         check("E2E", slo.e2e_p95_ms, self.e2e_p95_ms);
+        let n = self.n_ok + self.n_fail;
+        if let (Some(limit), true) = (slo.error_rate_pct, n > 0) {
+            let rate = 100.0 * self.n_fail as f64 / n as f64;
+            if rate > limit {
+                breaches.push(format!("error rate {rate:.1}% > {limit}%"));
+            }
+        }
         if self.n_ok == 0 && slo.is_set() {
             breaches.push("no successful request".into());
         }
@@ -121,6 +128,14 @@ impl Verdict {
     /// Adds a sentence and keeps the two explanations in step.
     pub fn push(&mut self, sentence: Sentence) {
         self.sentences.push(sentence);
+        self.explanation_en = self.text(Lang::En);
+        self.explanation_zh = self.text(Lang::Zh);
+    }
+
+    /// Puts a sentence first (the answer to what the run was for), keeping the
+    /// two explanations in step.
+    pub fn lead(&mut self, sentence: Sentence) {
+        self.sentences.insert(0, sentence);
         self.explanation_en = self.text(Lang::En);
         self.explanation_zh = self.text(Lang::Zh);
     }
@@ -426,6 +441,7 @@ mod tests {
             ttft_p95_ms: Some(1000.0),
             tpot_p95_ms: None,
             e2e_p95_ms: None,
+            error_rate_pct: None,
         };
         let v = analyse_points(&article_table(), &slo, &AnalysisParams::default());
         assert_eq!(v.knee, Some(8));

@@ -94,6 +94,18 @@ pub enum Sentence {
     /// Levels left out of the analysis: the engine's own event loop ran late
     /// while their requests were in flight (the worst p95 among them, ms).
     LeftOutEngineLag { levels: Vec<u32>, lag_p95_ms: f64 },
+    /// What an SLO search found (see [`crate::search`]): the highest concurrency
+    /// within the SLO, the lowest that broke it and why, and how sure the first
+    /// is (`n_good` of `n` requests met every limit).
+    SearchFound {
+        highest: Option<u32>,
+        lowest_broken: Option<u32>,
+        max: u32,
+        breaches: Vec<String>,
+        n: u64,
+        n_good: u64,
+        confidence_pct: Option<f64>,
+    },
 }
 
 impl Sentence {
@@ -268,6 +280,34 @@ impl Sentence {
                     format!("{list}不计入结论：请求进行中，测量引擎自身的事件循环晚了（p95 为 {lag_p95_ms:.0} ms），那里的时间戳有一部分是工具造成的；请减少并发或换一台更快的机器来测。")
                 } else {
                     format!("Left out of this verdict: {list}, where the engine's own event loop ran late while requests were in flight ({lag_p95_ms:.0} ms at p95), so part of their timings is the tool's; measure them with fewer streams per browser or on a faster machine.")
+                }
+            }
+            Sentence::SearchFound {
+                highest,
+                lowest_broken,
+                max,
+                breaches,
+                n,
+                n_good,
+                confidence_pct,
+            } => {
+                let why = breaches.join(", ");
+                let sure = confidence_pct.map(|c| {
+                    if zh {
+                        format!("在并发 {} 的 {n} 个请求中有 {n_good} 个满足全部限制：有 {c:.0}% 的把握该并发下至少 95% 的请求满足（每次探测的请求越多，把握越大）。", highest.unwrap_or(0))
+                    } else {
+                        format!(" {n_good} of {n} requests at {} met every limit: {c:.0}% confidence that at least 95% do (more requests per probe, more confidence).", highest.unwrap_or(0))
+                    }
+                });
+                match (highest, lowest_broken, zh) {
+                    (Some(h), Some(b), true) => format!("SLO 搜索：满足 SLO 的最高并发是 {h}（并发 {b} 已不满足：{why}）。{}", sure.unwrap_or_default()),
+                    (Some(h), Some(b), false) => format!("SLO search: the highest concurrency within the SLO is {h} ({b} broke it: {why}).{}", sure.unwrap_or_default()),
+                    (Some(h), None, true) => format!("SLO 搜索：直到搜索上限并发 {max} 都满足 SLO，满足 SLO 的最高并发至少是 {h}；要找到上限，请提高搜索上限。{}", sure.unwrap_or_default()),
+                    (Some(h), None, false) => format!("SLO search: every probe up to the ceiling of {max} met the SLO, so the highest concurrency within it is at least {h}; raise the ceiling to find where it ends.{}", sure.unwrap_or_default()),
+                    (None, Some(b), true) => format!("SLO 搜索：连第一次探测（并发 {b}）都不满足 SLO：{why}。"),
+                    (None, Some(b), false) => format!("SLO search: not even the first probe (concurrency {b}) met the SLO: {why}."),
+                    (None, None, true) => "SLO 搜索没有完成任何探测。".into(),
+                    (None, None, false) => "The SLO search finished no probe.".into(),
                 }
             }
         }
