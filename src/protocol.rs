@@ -68,6 +68,9 @@ pub struct Progress {
 pub struct LevelProgress {
     /// The concurrency; 0 for open-loop arrivals.
     pub concurrency: u32,
+    /// The pass of a repeated ladder this level belongs to (0: the first).
+    #[serde(default)]
+    pub repetition: u32,
     pub state: LevelState,
     /// Requests planned (0 when the level is bounded by time).
     pub n_planned: u32,

@@ -85,6 +85,15 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
             <Show when=move || d.load.get() == LoadKind::Duration>
                 <Field label="Duration (s)" testid="duration" value=d.duration_s disabled=running hint="At the first concurrency level."/>
             </Show>
+            <Show when=move || d.load.get() == LoadKind::Ladder>
+                <Field
+                    label="Repeat the ladder (passes)"
+                    testid="repeat"
+                    value=d.repeat
+                    disabled=running
+                    hint="Runs every level, then all again: each level pools its passes, and the spread between them (the noise) is shown, and used by the knee and comparisons."
+                />
+            </Show>
             <Show when=move || d.load.get() == LoadKind::SloSearch>
                 <Field
                     label="Search up to concurrency"

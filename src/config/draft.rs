@@ -34,6 +34,7 @@ pub struct DraftSignals {
     seed: StoredValue<u64>,
     pub duration_s: RwSignal<String>,
     pub search_max: RwSignal<String>,
+    pub repeat: RwSignal<String>,
     pub slo_ttft_ms: RwSignal<String>,
     pub slo_tpot_ms: RwSignal<String>,
     pub slo_error_pct: RwSignal<String>,
@@ -63,6 +64,7 @@ impl DraftSignals {
             seed: StoredValue::default(),
             duration_s: RwSignal::default(),
             search_max: RwSignal::default(),
+            repeat: RwSignal::default(),
             slo_ttft_ms: RwSignal::default(),
             slo_tpot_ms: RwSignal::default(),
             slo_error_pct: RwSignal::default(),
@@ -95,6 +97,7 @@ impl DraftSignals {
             seed: self.seed.get_value(),
             duration_s: self.duration_s.get_untracked(),
             search_max: self.search_max.get_untracked(),
+            repeat: self.repeat.get_untracked(),
             slo_ttft_ms: self.slo_ttft_ms.get_untracked(),
             slo_tpot_ms: self.slo_tpot_ms.get_untracked(),
             slo_error_pct: self.slo_error_pct.get_untracked(),
@@ -134,6 +137,7 @@ impl DraftSignals {
             seed,
             duration_s,
             search_max,
+            repeat,
             slo_ttft_ms,
             slo_tpot_ms,
             slo_error_pct,
@@ -159,6 +163,7 @@ impl DraftSignals {
         self.seed.set_value(seed);
         self.duration_s.set(duration_s);
         self.search_max.set(search_max);
+        self.repeat.set(repeat);
         self.slo_ttft_ms.set(slo_ttft_ms);
         self.slo_tpot_ms.set(slo_tpot_ms);
         self.slo_error_pct.set(slo_error_pct);

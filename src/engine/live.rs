@@ -123,6 +123,12 @@ impl Shared {
         id
     }
 
+    /// Level `index` belongs to pass `repetition` of a repeated ladder: its
+    /// records say so.
+    pub fn set_repetition(&self, index: usize, repetition: u32) {
+        self.level(index, |l| l.repetition = repetition);
+    }
+
     /// Changes one level's progress.
     pub fn level(&self, index: usize, f: impl FnOnce(&mut LevelProgress)) {
         if let Some(level) = self.progress.borrow_mut().levels.get_mut(index) {
@@ -167,9 +173,17 @@ impl Shared {
 
     /// A request of level `level_index` (`None`: a warm-up) ended, having cost the
     /// engine `cost`.
-    pub fn record_done(&self, level_index: Option<usize>, record: RequestRecord, cost: SendCost) {
+    pub fn record_done(
+        &self,
+        level_index: Option<usize>,
+        mut record: RequestRecord,
+        cost: SendCost,
+    ) {
         match level_index {
             Some(index) => {
+                if let Some(level) = self.progress.borrow().levels.get(index) {
+                    record.repetition = level.repetition;
+                }
                 let failed = !record.is_ok();
                 self.live.borrow_mut()[index].add(&record);
                 let mut load = self.load.borrow_mut();

@@ -65,10 +65,14 @@ pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
 fn levels(plan: &Plan) -> Vec<(u32, u32)> {
     match &plan.load {
         LoadMode::SloSearch { .. } => Vec::new(),
+        // A repeated ladder runs all its levels, then all again: each pass is a
+        // level of its own here (see `repetition_of`).
         LoadMode::Ladder {
             levels,
             requests_per_level,
-        } => levels.iter().map(|&c| (c, *requests_per_level)).collect(),
+        } => (0..plan.repeat.max(1))
+            .flat_map(|_| levels.iter().map(|&c| (c, *requests_per_level)))
+            .collect(),
         LoadMode::Arrivals { n_requests, .. } => vec![(0, *n_requests)],
         LoadMode::Duration { concurrency, .. } => vec![(*concurrency, 0)],
     }
@@ -94,6 +98,11 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         plan.warmup_requests,
         &levels,
     ));
+    if let LoadMode::Ladder { levels: ladder, .. } = &plan.load {
+        for index in 0..levels.len() {
+            shared.set_repetition(index, (index / ladder.len().max(1)) as u32);
+        }
+    }
 
     // Progress, at a bounded rate, until the run ends.
     wasm_bindgen_futures::spawn_local({

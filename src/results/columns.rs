@@ -32,7 +32,7 @@ const fn column(
     }
 }
 
-pub const COLUMNS: [Column; 19] = [
+pub const COLUMNS: [Column; 21] = [
     column("n_ok", "n_ok", "Requests that finished with an answer", true),
     column("n_fail", "n_fail", "Requests that failed (cancelled ones are not counted); hover the count for the kinds", true),
     column("ttft_p50", "TTFT p50", "Time to first token, median: from sending the request to the first token (reasoning or answer)", true),
@@ -52,13 +52,26 @@ pub const COLUMNS: [Column; 19] = [
     column("ttft_after_send_p50", "TTFT after send p50", "TTFT counted from when the request left the browser, median", false),
     column("protocol", "HTTP", "The protocol the browser spoke (Resource Timing)", false),
     column("tokens", "tokens", "Where N_out came from: the server's usage, or counted chunks", false),
+    column("ttft_p95_spread", "TTFT p95 spread", "How much p95 TTFT differed between the passes of a repeated ladder: (max − min) / mean", true),
+    column("output_tps_spread", "tok/s spread", "How much output tokens/s differed between the passes of a repeated ladder: (max − min) / mean; a difference smaller than this is noise", true),
 ];
 
-/// The columns of a run's table: "answer p50" only when some request reasoned.
-pub fn columns(any_reasoning: bool) -> impl Iterator<Item = &'static Column> {
-    COLUMNS
-        .iter()
-        .filter(move |c| any_reasoning || c.col != "ttfat_p50")
+/// What a run's table has beyond the usual: reasoning (the answer column), and
+/// passes of a repeated ladder (the spread columns).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TableKinds {
+    pub reasoning: bool,
+    pub repeated: bool,
+}
+
+/// The columns of a run's table: "answer p50" only when some request reasoned,
+/// the spreads only for a repeated ladder.
+pub fn columns(kinds: TableKinds) -> impl Iterator<Item = &'static Column> {
+    COLUMNS.iter().filter(move |c| match c.col {
+        "ttfat_p50" => kinds.reasoning,
+        "ttft_p95_spread" | "output_tps_spread" => kinds.repeated,
+        _ => true,
+    })
 }
 
 /// Which columns are shown, as chosen in this browser.
@@ -111,12 +124,12 @@ fn storage() -> Option<web_sys::Storage> {
 
 /// The column chooser: a checkbox per column.
 #[component]
-pub fn ColumnChooser(shown: ShownColumns, any_reasoning: bool) -> impl IntoView {
+pub fn ColumnChooser(shown: ShownColumns, kinds: TableKinds) -> impl IntoView {
     view! {
         <details class="column-chooser" data-testid="column-chooser">
             <summary>"Columns"</summary>
             <div class="column-list">
-                {columns(any_reasoning)
+                {columns(kinds)
                     .map(|c| {
                         let col = c.col;
                         view! {

@@ -15,7 +15,7 @@ use tokenmeter_core::{
 
 use super::{
     charts::{DetailCharts, HeadlineCards, LoadCharts},
-    columns::{columns, ColumnChooser, ShownColumns},
+    columns::{columns, ColumnChooser, ShownColumns, TableKinds},
     errors::{error_groups, ErrorGroup},
     export::Exports,
     level_name,
@@ -50,7 +50,10 @@ pub fn Finished(
                 .map(|then| comparison(&now, &then, lang.get()))
         }
     };
-    let any_reasoning = document.records.iter().any(|r| r.n_reasoning_events > 0);
+    let kinds = TableKinds {
+        reasoning: document.records.iter().any(|r| r.n_reasoning_events > 0),
+        repeated: document.levels.iter().any(|l| !l.repetitions.is_empty()),
+    };
     let shown = ShownColumns::load();
     let verdict = &document.verdict;
     // The hooks' attributes are empty where the cells show a dash.
@@ -95,13 +98,13 @@ pub fn Finished(
             })}
             <HeadlineCards document=document.clone() lang=lang/>
             <LoadCharts document=document.clone() lang=lang/>
-            <ColumnChooser shown=shown any_reasoning=any_reasoning/>
+            <ColumnChooser shown=shown kinds=kinds/>
             <div class="table-scroll">
                 <table class="grid" data-testid="results-table">
                     <thead>
                         <tr>
                             <th>"concurrency"</th>
-                            {columns(any_reasoning)
+                            {columns(kinds)
                                 .map(|c| {
                                     let col = c.col;
                                     view! {
@@ -112,7 +115,7 @@ pub fn Finished(
                         </tr>
                     </thead>
                     <tbody>
-                        {document.levels.iter().map(|s| result_row(s, any_reasoning, shown)).collect_view()}
+                        {document.levels.iter().map(|s| result_row(s, kinds, shown)).collect_view()}
                     </tbody>
                 </table>
             </div>
@@ -236,11 +239,18 @@ fn cell_text(s: &Summary, col: &str) -> String {
         "protocol" if s.protocols.is_empty() => "–".to_owned(),
         "protocol" => s.protocols.keys().cloned().collect::<Vec<_>>().join(" "),
         "tokens" => token_source(s),
+        "ttft_p95_spread" => spread(s.spread_pct(|p| p.ttft_p95_ms)),
+        "output_tps_spread" => spread(s.spread_pct(|p| Some(p.output_tps))),
         _ => String::new(),
     }
 }
 
-fn result_row(s: &Summary, any_reasoning: bool, shown: ShownColumns) -> impl IntoView {
+/// A spread between passes, or a dash.
+fn spread(pct: Option<f64>) -> String {
+    pct.map_or("–".into(), |p| format!("{p:.1}%"))
+}
+
+fn result_row(s: &Summary, kinds: TableKinds, shown: ShownColumns) -> impl IntoView {
     let fails: String = s
         .fails_by_kind
         .iter()
@@ -262,7 +272,7 @@ fn result_row(s: &Summary, any_reasoning: bool, shown: ShownColumns) -> impl Int
             format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
         ),
     };
-    let cells = columns(any_reasoning)
+    let cells = columns(kinds)
         .map(|c| {
             let col = c.col;
             let title = (col == "n_fail").then(|| fails.clone());

@@ -143,8 +143,16 @@ fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
         LevelState::Done => "done",
     };
     view! {
-        <tr data-testid="live-row" data-concurrency=move || level.with(|l| l.concurrency) data-state=state>
-            <td>{cell(|l| level_name(Some(l.concurrency)))}</td>
+        <tr
+            data-testid="live-row"
+            data-concurrency=move || level.with(|l| l.concurrency)
+            data-repetition=move || level.with(|l| l.repetition)
+            data-state=state
+        >
+            <td>{cell(|l| match l.repetition {
+                0 => level_name(Some(l.concurrency)),
+                pass => format!("{} · pass {}", level_name(Some(l.concurrency)), pass + 1),
+            })}</td>
             <td>{state}</td>
             <td>{cell(|l| if l.n_planned > 0 { format!("{}/{}", l.n_done, l.n_planned) } else { l.n_done.to_string() })}</td>
             <td>{cell(|l| l.n_in_flight.to_string())}</td>

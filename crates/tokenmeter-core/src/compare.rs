@@ -2,10 +2,15 @@
 //! output tokens/s at the levels both ran, the knee and the safe concurrency), the
 //! largest changes first, in English or Chinese.
 
-use crate::{error::Lang, report::RunDocument, summary::Summary};
+use crate::{
+    error::Lang,
+    report::RunDocument,
+    summary::{PassFigures, Summary},
+};
 
 /// A change smaller than this share is not worth a sentence (runs of the same
-/// server differ by a few percent).
+/// server differ by a few percent). Where either run repeated its ladder, a
+/// change must also exceed the spread between that run's passes at the level.
 pub const NOTABLE: f64 = 0.10;
 
 /// How one figure moved at one level.
@@ -27,6 +32,7 @@ fn changes(
     now: &RunDocument,
     then: &RunDocument,
     figure: fn(&Summary) -> Option<f64>,
+    pass_figure: fn(&PassFigures) -> Option<f64>,
 ) -> Vec<Change> {
     let mut changes: Vec<Change> = now
         .levels
@@ -38,13 +44,19 @@ fn changes(
                 .iter()
                 .find(|l| l.concurrency == Some(concurrency))?;
             let (now, then) = (figure(level)?, figure(before)?);
-            (then > 0.0 && now.is_finite()).then_some(Change {
+            let noise = [level, before]
+                .iter()
+                .filter_map(|s| s.spread_pct(pass_figure))
+                .fold(0.0, f64::max)
+                / 100.0;
+            let change = Change {
                 concurrency,
                 then,
                 now,
-            })
+            };
+            (then > 0.0 && now.is_finite() && change.share().abs() >= NOTABLE.max(noise))
+                .then_some(change)
         })
-        .filter(|c| c.share().abs() >= NOTABLE)
         .collect();
     changes.sort_by(|a, b| b.share().abs().total_cmp(&a.share().abs()));
     changes
@@ -96,8 +108,13 @@ pub fn differences(now: &RunDocument, then: &RunDocument, lang: Lang) -> Vec<Str
     .into_iter()
     .flatten()
     .collect();
-    let ttft = changes(now, then, |s| s.ttft_ms.map(|d| d.p95));
-    let tps = changes(now, then, |s| (s.n_ok > 0).then_some(s.output_tps));
+    let ttft = changes(now, then, |s| s.ttft_ms.map(|d| d.p95), |p| p.ttft_p95_ms);
+    let tps = changes(
+        now,
+        then,
+        |s| (s.n_ok > 0).then_some(s.output_tps),
+        |p| Some(p.output_tps),
+    );
     for c in ttft.iter().take(3) {
         let pct = (c.share() * 100.0).abs().round();
         out.push(match (c.share() > 0.0, lang) {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::{
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AuthStyle,
-        LoadMode, Plan, PromptSpec,
+        LoadMode, Plan, PromptSpec, MAX_REPEAT,
     },
     stream::EndpointKind,
 };
@@ -65,6 +65,8 @@ pub struct PlanDraft {
     pub duration_s: String,
     /// The SLO search's ceiling (requests per level is per probe).
     pub search_max: String,
+    /// How many times the ladder runs.
+    pub repeat: String,
     pub slo_ttft_ms: String,
     pub slo_tpot_ms: String,
     /// The most failed requests a level may have, percent; empty for no limit.
@@ -88,6 +90,7 @@ pub enum DraftField {
     Rate,
     Duration,
     SearchMax,
+    Repeat,
     SloTtft,
     SloTpot,
     SloErrorRate,
@@ -147,6 +150,7 @@ impl Default for PlanDraft {
             seed: 1,
             duration_s: "30".into(),
             search_max: "64".into(),
+            repeat: "1".into(),
             slo_ttft_ms: String::new(),
             slo_tpot_ms: String::new(),
             slo_error_pct: String::new(),
@@ -237,6 +241,7 @@ impl PlanDraft {
         self.slo_ttft_ms = optional(plan.slo.ttft_p95_ms);
         self.slo_tpot_ms = optional(plan.slo.tpot_p95_ms);
         self.slo_error_pct = optional(plan.slo.error_rate_pct);
+        self.repeat = plan.repeat.to_string();
     }
 
     /// The plan the draft describes, on top of `base` (which gives what the form
@@ -305,6 +310,18 @@ impl PlanDraft {
         if let Some(load) = self.load_mode(&mut problems) {
             plan.load = load;
         }
+        // Only a ladder repeats: the other modes leave the field as it was.
+        plan.repeat = match (self.load, whole(&self.repeat)) {
+            (LoadKind::Ladder, Some(n)) if (1..=MAX_REPEAT).contains(&n) => n,
+            (LoadKind::Ladder, _) => {
+                problems.push(PlanProblem::at(
+                    F::Repeat,
+                    format!("repeat the ladder 1 to {MAX_REPEAT} times"),
+                ));
+                1
+            }
+            _ => 1,
+        };
         plan.slo.ttft_p95_ms = limit(&self.slo_ttft_ms, F::SloTtft, "p95 TTFT", &mut problems);
         plan.slo.tpot_p95_ms = limit(&self.slo_tpot_ms, F::SloTpot, "p95 TPOT", &mut problems);
         plan.slo.error_rate_pct = match self.slo_error_pct.trim() {
@@ -523,6 +540,25 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_ladder_round_trips_and_other_modes_run_once() {
+        let mut plan = Plan::default_for_simulator(BASE);
+        plan.repeat = 3;
+        let mut draft = PlanDraft::from_plan(&plan);
+        assert_eq!(draft.repeat, "3");
+        assert_eq!(draft.to_plan(&plan), Ok(plan.clone()));
+        draft.load = LoadKind::Duration;
+        assert_eq!(
+            draft.to_plan(&plan).unwrap().repeat,
+            1,
+            "the field is left as typed"
+        );
+        draft.load = LoadKind::Ladder;
+        draft.repeat = "0".into();
+        let problems = draft.to_plan(&plan).unwrap_err();
+        assert_eq!(problems[0].field, Some(DraftField::Repeat));
+    }
+
+    #[test]
     fn an_slo_search_round_trips_with_its_error_rate_limit() {
         let mut plan = Plan::default_for_simulator(BASE);
         plan.load = LoadMode::SloSearch {
@@ -531,6 +567,7 @@ mod tests {
         };
         plan.slo.error_rate_pct = Some(0.5);
         let draft = PlanDraft::from_plan(&plan);
+        assert_eq!(draft.repeat, "1");
         assert_eq!(draft.load, LoadKind::SloSearch);
         assert_eq!(draft.search_max, "48");
         assert_eq!(draft.requests_per_level, "30");

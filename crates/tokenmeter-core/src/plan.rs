@@ -37,6 +37,8 @@ pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
 pub const MAX_REQUESTS_PER_RUN: u32 = 100_000;
 /// The most warm-up requests (sent one after another before the first level).
 pub const MAX_WARMUP_REQUESTS: u32 = 100;
+/// The most passes of a repeated ladder.
+pub const MAX_REPEAT: u32 = 20;
 /// The highest concurrency an SLO search may reach.
 pub const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
 
@@ -154,6 +156,11 @@ pub struct Plan {
     #[serde(default)]
     pub auth: AuthStyle,
     pub load: LoadMode,
+    /// How many times a ladder runs, one pass after another (1: once). The levels
+    /// pool their passes' requests, and the spread between passes is the noise
+    /// floor the knee and comparisons allow for.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u32,
     /// Requests sent before the first level and left out of every figure: they pay
     /// for connection set-up and the CORS preflight.
     #[serde(default)]
@@ -168,6 +175,14 @@ pub struct Plan {
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
@@ -228,6 +243,7 @@ impl Plan {
                 levels: vec![1, 2, 4, 6],
                 requests_per_level: 8,
             },
+            repeat: 1,
             warmup_requests: 1,
             timeout_s: 60.0,
             slo: Slo {
@@ -333,14 +349,16 @@ impl Plan {
                 if *requests_per_level == 0 {
                     problems.push("requests per level must be at least 1".into());
                 }
-                let n_run = levels.len() as u64 * u64::from(*requests_per_level);
+                let n_run = levels.len() as u64
+                    * u64::from(*requests_per_level)
+                    * u64::from(self.repeat.max(1));
                 if too_many(*requests_per_level) {
                     problems.push(format!(
                         "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}"
                     ));
                 } else if n_run > u64::from(MAX_REQUESTS_PER_RUN) {
                     problems.push(format!(
-                        "this ladder sends {n_run} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: use fewer levels or fewer requests per level"
+                        "this ladder sends {n_run} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: use fewer levels, fewer requests per level or fewer passes"
                     ));
                 }
             }
@@ -400,6 +418,11 @@ impl Plan {
                     }
                 }
             }
+        }
+        if !(1..=MAX_REPEAT).contains(&self.repeat) {
+            problems.push(format!("repeat the ladder 1 to {MAX_REPEAT} times"));
+        } else if self.repeat > 1 && !matches!(self.load, LoadMode::Ladder { .. }) {
+            problems.push("only a ladder repeats: choose the ladder mode, or repeat 1".into());
         }
         if let Some(pct) = self.slo.error_rate_pct {
             if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
@@ -697,6 +720,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
             levels,
             requests_per_level: config.requests_per_level,
         },
+        repeat: 1,
         warmup_requests: 0,
         timeout_s: config.timeout,
         slo: Slo::default(),

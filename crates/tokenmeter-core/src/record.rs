@@ -94,6 +94,10 @@ pub struct RequestRecord {
     pub id: u64,
     pub concurrency: u32,
     pub warmup: bool,
+    /// Which pass of a repeated ladder sent it (0 for the first, and for a plan
+    /// that does not repeat).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repetition: u32,
     pub wanted_us: u64,
     pub sent_us: u64,
     /// When the response headers arrived.
@@ -274,6 +278,10 @@ pub fn token_count(
     (n_out, source, mismatch)
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Options of a [`RecordBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordOptions {
@@ -419,6 +427,7 @@ impl RecordBuilder {
             id: self.start.id,
             concurrency: self.start.concurrency,
             warmup: self.start.warmup,
+            repetition: 0,
             wanted_us: self.start.wanted_us,
             sent_us: self.start.sent_us,
             headers_us: self.headers_us,

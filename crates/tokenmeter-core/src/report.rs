@@ -17,7 +17,7 @@ use crate::{
     record::RequestRecord,
     search::SearchOutcome,
     stats::Distribution,
-    summary::{Distortion, LevelStats, Summary},
+    summary::{Distortion, LevelStats, PassFigures, Summary},
     verdict::{analyse, Verdict},
 };
 
@@ -209,6 +209,31 @@ impl RunDocument {
         let mut levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
         for level in &mut levels {
             level.distorted = distortion(level, engine, &environment.conditions);
+        }
+        // A repeated ladder: each level's passes apart, for the noise between them.
+        let mut by_pass: BTreeMap<(u32, u32), LevelStats> = BTreeMap::new();
+        for record in records.iter().filter(|r| !r.warmup && r.repetition > 0) {
+            by_pass
+                .entry((record.concurrency, record.repetition))
+                .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
+                .add(record);
+        }
+        if !by_pass.is_empty() {
+            for record in records.iter().filter(|r| !r.warmup && r.repetition == 0) {
+                by_pass
+                    .entry((record.concurrency, 0))
+                    .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
+                    .add(record);
+            }
+            for level in &mut levels {
+                let Some(c) = level.concurrency else { continue };
+                level.repetitions = by_pass
+                    .range((c, 0)..=(c, u32::MAX))
+                    .map(|(&(_, repetition), stats)| {
+                        PassFigures::of(repetition, &stats.summary(&plan.slo))
+                    })
+                    .collect();
+            }
         }
         let verdict = analyse(&levels, &plan.slo, &plan.analysis);
         let mut environment = environment;
@@ -1048,5 +1073,98 @@ mod tests {
         assert_eq!(num(100.0), "100");
         assert_eq!(num(0.12345), "0.123");
         assert_eq!(num(-0.0001), "0");
+    }
+
+    /// A ladder of 1 and 2 run three times, one pass after another: level 1 the
+    /// same in each pass; level 2 at about 87, 105 and 124 tok/s.
+    fn repeated() -> RunDocument {
+        let mut records = Vec::new();
+        let mut id = 0;
+        let mut at = 0;
+        for repetition in 0..3u32 {
+            for (concurrency, gap) in [
+                (1u32, 10_000u64),
+                (2, [14_000, 10_000, 7_000][repetition as usize]),
+            ] {
+                for _ in 0..concurrency {
+                    id += 1;
+                    // 11 tokens: 10 gaps of `gap` after a 100 ms TTFT.
+                    let mut r = record(id, concurrency, at, 11, gap);
+                    r.repetition = repetition;
+                    records.push(r);
+                }
+                at += 2_000_000;
+            }
+        }
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.repeat = 3;
+        RunDocument::build(
+            "repeated".into(),
+            "2026-12-03T09:00:00Z".into(),
+            RunStatus::Done,
+            plan,
+            Environment::default(),
+            records,
+        )
+    }
+
+    #[test]
+    fn a_repeated_level_pools_its_passes_and_keeps_each_apart() {
+        let doc = repeated();
+        assert_eq!(doc.levels.len(), 2);
+        let one = &doc.levels[0];
+        assert_eq!(one.n_ok, 3);
+        assert_eq!(one.repetitions.len(), 3);
+        // The wall time is the three passes' (210 ms each: TTFT 100 ms, 11 gaps
+        // of 10 ms to [DONE]), not the 4.2 s from the first pass's start to the
+        // last one's end (level 2 ran in between).
+        assert!((one.wall_s - 3.0 * 0.21).abs() < 1e-9, "{}", one.wall_s);
+        assert!((one.output_tps - 33.0 / 0.63).abs() < 1e-6);
+        assert_eq!(one.spread_pct(|p| Some(p.output_tps)), Some(0.0));
+        let two = &doc.levels[1];
+        let spread = two.spread_pct(|p| Some(p.output_tps)).unwrap();
+        assert!(spread > 30.0 && spread < 40.0, "{spread}");
+        // The verdict says the noise floor, in both languages.
+        assert!(doc
+            .verdict
+            .explanation_en
+            .contains("Between the 3 passes, output tokens/s varied by up to"));
+        assert!(doc.verdict.explanation_zh.contains("3 轮之间"));
+        // Records keep their pass; a document without passes writes no field.
+        assert!(doc.to_json().contains("\"repetition\": 2"));
+        assert!(!document().to_json().contains("repetition"));
+        assert!(document().levels.iter().all(|l| l.repetitions.is_empty()));
+    }
+
+    #[test]
+    fn the_knee_counts_a_gain_within_the_noise_as_none() {
+        use crate::verdict::{analyse_points, LevelPoint};
+        let point = |concurrency, output_tps, ttft, noise| LevelPoint {
+            concurrency,
+            output_tps,
+            ttft_p95_ms: Some(ttft),
+            tpot_p95_ms: None,
+            e2e_p95_ms: None,
+            n_ok: 10,
+            n_fail: 0,
+            output_tps_noise_pct: noise,
+        };
+        let params = Default::default();
+        // 4 → 8 adds 30%: growth without noise, the knee is past 8 ...
+        let quiet = [
+            point(1, 100.0, 100.0, None),
+            point(4, 380.0, 120.0, None),
+            point(8, 494.0, 200.0, None),
+        ];
+        assert_eq!(
+            analyse_points(&quiet, &Default::default(), &params).knee,
+            None
+        );
+        // ... but not when passes at 8 differ by 35%: the knee is 4.
+        let noisy = [quiet[0], quiet[1], point(8, 494.0, 200.0, Some(35.0))];
+        assert_eq!(
+            analyse_points(&noisy, &Default::default(), &params).knee,
+            Some(4)
+        );
     }
 }

@@ -68,6 +68,11 @@ pub struct LevelStats {
     spans: Vec<(u64, u64)>,
     first_wanted_us: Option<u64>,
     last_end_us: Option<u64>,
+    /// `(first wanted, last end)` per pass of a repeated ladder: a level's wall
+    /// time is the sum of its passes', not the span from its first to its last
+    /// (the other levels ran in between).
+    #[serde(default)]
+    passes: BTreeMap<u32, (u64, u64)>,
     n_usage_counted: u64,
     n_mismatched: u64,
     abs_mismatch_total: u64,
@@ -114,6 +119,11 @@ impl LevelStats {
             self.last_end_us
                 .map_or(record.end_us, |t| t.max(record.end_us)),
         );
+        let pass = self
+            .passes
+            .entry(record.repetition)
+            .or_insert((record.wanted_us, record.end_us));
+        *pass = (pass.0.min(record.wanted_us), pass.1.max(record.end_us));
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
         let protocol = record.browser.as_ref().and_then(|b| b.protocol.clone());
@@ -197,6 +207,11 @@ impl LevelStats {
             self.rows.iter().filter_map(f).collect()
         };
         let wall_us = match (self.first_wanted_us, self.last_end_us) {
+            _ if self.passes.len() > 1 => self
+                .passes
+                .values()
+                .map(|(a, b)| b.saturating_sub(*a))
+                .sum(),
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
         };
@@ -260,6 +275,7 @@ impl LevelStats {
             },
             n_good: slo.is_set().then_some(n_good),
             goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
+            repetitions: Vec::new(),
         }
     }
 }
@@ -307,6 +323,10 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.spans.extend_from_slice(&other.spans);
         self.first_wanted_us = min_opt(self.first_wanted_us, other.first_wanted_us);
         self.last_end_us = self.last_end_us.max(other.last_end_us);
+        for (&repetition, &(a, b)) in &other.passes {
+            let pass = self.passes.entry(repetition).or_insert((a, b));
+            *pass = (pass.0.min(a), pass.1.max(b));
+        }
         self.n_usage_counted += other.n_usage_counted;
         self.n_timing_hidden += other.n_timing_hidden;
         self.n_mismatched += other.n_mismatched;
@@ -413,6 +433,34 @@ pub struct Summary {
     pub n_good: Option<u64>,
     /// `n_good` per second of wall time.
     pub goodput_rps: Option<f64>,
+    /// Each pass's figures when the ladder was repeated (empty otherwise): the
+    /// spread between them is the noise floor of this level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<PassFigures>,
+}
+
+/// One pass of a repeated level.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PassFigures {
+    pub repetition: u32,
+    pub n_ok: u64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    pub output_tps: f64,
+}
+
+impl PassFigures {
+    pub fn of(repetition: u32, s: &Summary) -> PassFigures {
+        PassFigures {
+            repetition,
+            n_ok: s.n_ok,
+            ttft_p50_ms: s.ttft_ms.map(|d| d.p50),
+            ttft_p95_ms: s.ttft_ms.map(|d| d.p95),
+            tpot_p50_ms: s.tpot_ms.map(|d| d.p50),
+            output_tps: s.output_tps,
+        }
+    }
 }
 
 /// Why a level's figures are the tool's or the browser's as much as the server's.
@@ -428,6 +476,28 @@ pub enum Distortion {
 }
 
 impl Summary {
+    /// The spread of a figure between the passes of a repeated level: (max − min)
+    /// over their mean, percent. `None` with fewer than two passes that have it.
+    pub fn spread_pct(&self, figure: impl Fn(&PassFigures) -> Option<f64>) -> Option<f64> {
+        let values: Vec<f64> = self
+            .repetitions
+            .iter()
+            .filter(|p| p.n_ok > 0)
+            .filter_map(figure)
+            .filter(|v| v.is_finite())
+            .collect();
+        if values.len() < 2 {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        (mean > 0.0).then(|| (hi - lo) / mean * 100.0)
+    }
+
     /// The protocol over which `engine` held some of this level's requests back in
     /// its own queue (see [`browser::queues`]): part of their TTFT is the browser's.
     pub fn browser_queued(&self, engine: Engine) -> Option<&str> {
@@ -489,6 +559,7 @@ mod tests {
             id,
             concurrency: 2,
             warmup: false,
+            repetition: 0,
             wanted_us: sent,
             sent_us: sent,
             headers_us: Some(sent),

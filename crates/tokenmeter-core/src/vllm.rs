@@ -95,6 +95,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             id: i as u64,
             concurrency,
             warmup: false,
+            repetition: 0,
             wanted_us: sent_us,
             sent_us,
             headers_us: None,

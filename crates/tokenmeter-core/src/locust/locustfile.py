@@ -371,6 +371,7 @@ class Record:
             "stage": self.stage["stage"],
             "concurrency": self.stage["concurrency"],
             "warmup": self.stage["warmup"],
+            "repetition": self.stage.get("repetition", 0),
             "wanted_us": self.wanted_us,
             "sent_us": self.sent_us,
             "headers_us": self.headers_us,

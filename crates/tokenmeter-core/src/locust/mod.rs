@@ -108,8 +108,13 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, String> {
             levels,
             requests_per_level,
         } => {
-            for &c in levels {
-                stage(json!({"concurrency": c, "warmup": false, "requests": requests_per_level}));
+            // A repeated ladder: every level, then all again, each pass said.
+            for repetition in 0..plan.repeat.max(1) {
+                for &c in levels {
+                    stage(
+                        json!({"concurrency": c, "warmup": false, "requests": requests_per_level, "repetition": repetition}),
+                    );
+                }
             }
         }
         LoadMode::Duration {
@@ -199,6 +204,8 @@ struct Line {
     anchor_wall_us: i64,
     concurrency: u32,
     warmup: bool,
+    #[serde(default)]
+    repetition: u32,
     wanted_us: u64,
     sent_us: u64,
     headers_us: Option<u64>,
@@ -355,6 +362,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
         id,
         concurrency: line.concurrency,
         warmup: line.warmup,
+        repetition: line.repetition,
         wanted_us: at(line.wanted_us),
         sent_us: at(line.sent_us),
         headers_us: line.headers_us.map(at),

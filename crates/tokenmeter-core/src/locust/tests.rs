@@ -58,8 +58,8 @@ fn the_file_carries_the_plan_exactly_and_no_key() {
         setup["stages"],
         json!([
             {"stage": 0, "concurrency": 1, "warmup": true, "requests": 2, "users": 1},
-            {"stage": 1, "concurrency": 1, "warmup": false, "requests": 8},
-            {"stage": 2, "concurrency": 4, "warmup": false, "requests": 8},
+            {"stage": 1, "concurrency": 1, "warmup": false, "requests": 8, "repetition": 0},
+            {"stage": 2, "concurrency": 4, "warmup": false, "requests": 8, "repetition": 0},
         ])
     );
     assert_eq!(requirements(), "locust==2.47.0\n");
@@ -76,6 +76,40 @@ fn an_slo_search_is_refused_with_what_to_do() {
     assert!(locustfile(&plan)
         .unwrap_err()
         .contains("choose the ladder mode"));
+}
+
+#[test]
+fn a_repeated_ladder_runs_each_pass_in_turn() {
+    let mut plan = plan();
+    plan.warmup_requests = 0;
+    plan.repeat = 2;
+    let stages = embedded_setup(&locustfile(&plan).unwrap())["stages"].clone();
+    let order: Vec<(u64, u64)> = stages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["concurrency"].as_u64().unwrap(),
+                s["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(order, vec![(1, 0), (4, 0), (1, 1), (4, 1)]);
+    // The pass comes back with each record.
+    let mut lines = two_workers();
+    let mut second: Value = serde_json::from_str(&lines[4]).unwrap();
+    second["repetition"] = 1.into();
+    lines[4] = second.to_string();
+    let document = import(&lines.join("\n")).unwrap();
+    assert_eq!(
+        document
+            .records
+            .iter()
+            .filter(|r| r.repetition == 1)
+            .count(),
+        1
+    );
 }
 
 #[test]

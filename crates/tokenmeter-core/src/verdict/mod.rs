@@ -34,6 +34,10 @@ pub struct LevelPoint {
     pub e2e_p95_ms: Option<f64>,
     pub n_ok: u64,
     pub n_fail: u64,
+    /// The spread of output tokens/s between the passes of a repeated ladder,
+    /// percent of their mean: a gain within it is noise, not growth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tps_noise_pct: Option<f64>,
 }
 
 impl LevelPoint {
@@ -47,7 +51,19 @@ impl LevelPoint {
             e2e_p95_ms: s.e2e_ms.map(|d| d.p95),
             n_ok: s.n_ok,
             n_fail: s.n_fail,
+            output_tps_noise_pct: s.spread_pct(|p| Some(p.output_tps)),
         })
+    }
+
+    /// Whether going from `self` to `next` changed throughput by no more than the
+    /// noise between passes at either level.
+    fn within_noise(&self, next: &LevelPoint) -> bool {
+        let noise = match (self.output_tps_noise_pct, next.output_tps_noise_pct) {
+            (Some(a), Some(b)) => a.max(b),
+            (Some(n), None) | (None, Some(n)) => n,
+            (None, None) => return false,
+        };
+        self.output_tps > 0.0 && (next.output_tps / self.output_tps - 1.0).abs() * 100.0 <= noise
     }
 
     /// Names of the SLO limits this level's p95s exceed.
@@ -184,8 +200,13 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
     if let Some((levels, lag_p95_ms)) = by_engine {
         left_out.push(Sentence::LeftOutEngineLag { levels, lag_p95_ms });
     }
+    let noise = noise_sentence(summaries);
     if left_out.is_empty() {
-        return analyse_points(&points, slo, params);
+        let mut verdict = analyse_points(&points, slo, params);
+        if let Some(noise) = noise {
+            verdict.push(noise);
+        }
+        return verdict;
     }
     let mut verdict = if points.iter().any(|p| p.n_ok > 0) {
         analyse_points(&points, slo, params)
@@ -202,10 +223,33 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
         }
     };
     let rest = std::mem::take(&mut verdict.sentences);
-    for sentence in left_out.into_iter().chain(rest) {
+    for sentence in left_out.into_iter().chain(rest).chain(noise) {
         verdict.push(sentence);
     }
     verdict
+}
+
+/// The noise floor of a repeated ladder, said: the largest spread of output
+/// tokens/s and of p95 TTFT between passes at any level.
+fn noise_sentence(summaries: &[Summary]) -> Option<Sentence> {
+    let passes = summaries.iter().map(|s| s.repetitions.len()).max()?;
+    if passes < 2 {
+        return None;
+    }
+    let widest = |f: fn(&crate::summary::PassFigures) -> Option<f64>| {
+        summaries
+            .iter()
+            .filter_map(|s| Some((s.concurrency?, s.spread_pct(f)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let (tps_at, output_tps_pct) = widest(|p| Some(p.output_tps))?;
+    let ttft_p95_pct = widest(|p| p.ttft_p95_ms).map_or(0.0, |(_, pct)| pct);
+    Some(Sentence::Noise {
+        passes: passes as u32,
+        output_tps_pct,
+        output_tps_at: tps_at,
+        ttft_p95_pct,
+    })
 }
 
 /// Analyses level points (sorted here by concurrency).
@@ -248,6 +292,8 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
         let Some(share) = gain_share(a, b) else {
             continue;
         };
+        // A gain no larger than the noise between passes is no gain.
+        let share = if a.within_noise(b) { 0.0 } else { share };
         let latency_rising =
             rising(a.ttft_p95_ms, b.ttft_p95_ms) || rising(a.e2e_p95_ms, b.e2e_p95_ms);
         if share < params.knee_gain_share && latency_rising {
@@ -408,6 +454,7 @@ fn interpolate(points: &[LevelPoint], concurrency: u32) -> LevelPoint {
         e2e_p95_ms: lerp(a.e2e_p95_ms, b.e2e_p95_ms),
         n_ok: a.n_ok.min(b.n_ok),
         n_fail: 0,
+        output_tps_noise_pct: None,
     }
 }
 
@@ -425,6 +472,7 @@ mod tests {
             e2e_p95_ms: None,
             n_ok: ok,
             n_fail: fail,
+            output_tps_noise_pct: None,
         };
         vec![
             row(1, 8, 0, 510.2, 22.1, 436.8),
@@ -540,6 +588,7 @@ mod tests {
             e2e_p95_ms: None,
             n_ok: 0,
             n_fail: 8,
+            output_tps_noise_pct: None,
         });
         let v = analyse_points(&table, &Slo::default(), &AnalysisParams::default());
         assert_eq!(v.knee, Some(8), "{}", v.explanation_en);

@@ -94,6 +94,14 @@ pub enum Sentence {
     /// Levels left out of the analysis: the engine's own event loop ran late
     /// while their requests were in flight (the worst p95 among them, ms).
     LeftOutEngineLag { levels: Vec<u32>, lag_p95_ms: f64 },
+    /// The noise between the passes of a repeated ladder: the widest spread of
+    /// output tokens/s (at `output_tps_at`) and of p95 TTFT, percent.
+    Noise {
+        passes: u32,
+        output_tps_pct: f64,
+        output_tps_at: u32,
+        ttft_p95_pct: f64,
+    },
     /// What an SLO search found (see [`crate::search`]): the highest concurrency
     /// within the SLO, the lowest that broke it and why, and how sure the first
     /// is (`n_good` of `n` requests met every limit).
@@ -280,6 +288,18 @@ impl Sentence {
                     format!("{list}不计入结论：请求进行中，测量引擎自身的事件循环晚了（p95 为 {lag_p95_ms:.0} ms），那里的时间戳有一部分是工具造成的；请减少并发或换一台更快的机器来测。")
                 } else {
                     format!("Left out of this verdict: {list}, where the engine's own event loop ran late while requests were in flight ({lag_p95_ms:.0} ms at p95), so part of their timings is the tool's; measure them with fewer streams per browser or on a faster machine.")
+                }
+            }
+            Sentence::Noise {
+                passes,
+                output_tps_pct,
+                output_tps_at,
+                ttft_p95_pct,
+            } => {
+                if zh {
+                    format!("{passes} 轮之间，输出 tok/s 最多相差 {output_tps_pct:.1}%（并发 {output_tps_at}），p95 TTFT 最多相差 {ttft_p95_pct:.1}%：比这更小的差异是噪声，拐点判断也把噪声内的增长视为没有增长。")
+                } else {
+                    format!("Between the {passes} passes, output tokens/s varied by up to {output_tps_pct:.1}% (at concurrency {output_tps_at}) and p95 TTFT by up to {ttft_p95_pct:.1}%: differences smaller than that are noise, and the knee counts a gain within it as none.")
                 }
             }
             Sentence::SearchFound {
