@@ -2,7 +2,8 @@
 //! table (§4, §6): a p95 TTFT that grows faster than p50 is queueing; a TPOT that
 //! rises at every step is decode; failures that appear only at the top are
 //! capacity; 429s are a quota; a slow first token with no load is prefill; time
-//! held in the browser is the browser's. Each finding carries the figures that
+//! held in the browser is the browser's; a first token much later than the server
+//! says it took (llama.cpp's `timings`) is the network's or a gateway's. Each finding carries the figures that
 //! triggered it and the direction the article gives, and nothing is said that the
 //! numbers do not support: every rule has a threshold, and levels the tool did not
 //! measure cleanly (see `Summary::distorted`) are left out, except by the browser
@@ -22,6 +23,7 @@ pub enum Cause {
     CapacityErrors,
     RateLimited,
     Browser,
+    NetworkOrGateway,
 }
 
 impl Cause {
@@ -33,6 +35,7 @@ impl Cause {
             Cause::CapacityErrors => "capacity_errors",
             Cause::RateLimited => "rate_limited",
             Cause::Browser => "browser",
+            Cause::NetworkOrGateway => "network_or_gateway",
         }
     }
 }
@@ -80,6 +83,17 @@ pub enum Finding {
         wait_ms: Option<f64>,
         ttft_ms: Option<f64>,
     },
+    /// At `concurrency`, the first token came `ttft_ms` after the request was sent
+    /// (after it left the browser, when `after_send`), but the server says it
+    /// spent `server_ms` on the prompt: `overhead_ms` is between the two (p50s over
+    /// the requests that carried the server's timings).
+    NetworkOrGateway {
+        concurrency: u32,
+        ttft_ms: f64,
+        server_ms: f64,
+        overhead_ms: f64,
+        after_send: bool,
+    },
 }
 
 /// Growth of p95 over p50 that counts as a tail of its own.
@@ -100,6 +114,10 @@ const MIN_SAMPLES: u64 = 5;
 /// of p50, and ms).
 const TAIL_GAP_SHARE: f64 = 0.25;
 const TAIL_GAP_MS: f64 = 50.0;
+/// Time between the client and the server's own prompt processing that is the
+/// network's or a gateway's: at least this many ms, and this share of TTFT.
+const GATEWAY_MS: f64 = 50.0;
+const GATEWAY_SHARE: f64 = 0.25;
 
 impl Finding {
     pub fn cause(&self) -> Cause {
@@ -110,6 +128,7 @@ impl Finding {
             Finding::CapacityErrors { .. } => Cause::CapacityErrors,
             Finding::RateLimited { .. } => Cause::RateLimited,
             Finding::Browser { .. } => Cause::Browser,
+            Finding::NetworkOrGateway { .. } => Cause::NetworkOrGateway,
         }
     }
 
@@ -162,12 +181,71 @@ impl Finding {
                 (_, _, false) => format!("at concurrency {concurrency} the browser shaped the level (it is left out of the verdict): use an https:// endpoint (HTTP/2) to measure beyond it."),
                 (_, _, true) => format!("并发 {concurrency} 这一档受浏览器影响（未计入结论）：使用 https:// 接口（HTTP/2）才能测得更高。"),
             },
+            Finding::NetworkOrGateway { concurrency, ttft_ms, server_ms, overhead_ms, after_send } => {
+                let pct = overhead_ms / ttft_ms * 100.0;
+                match (after_send, zh) {
+                    (true, false) => format!("at concurrency {concurrency} the first token came {ttft_ms:.0} ms after the request left the browser (p50), but the server reports only {server_ms:.0} ms of prompt processing: {overhead_ms:.0} ms ({pct:.0}%) went between this browser and the model: network round trips, TLS, a gateway or proxy, or the server's queue before prefill. Try measuring from closer to the server, bypassing the gateway to compare, and keeping connections alive."),
+                    (false, false) => format!("at concurrency {concurrency} the first token came {ttft_ms:.0} ms after the request was sent (p50), but the server reports only {server_ms:.0} ms of prompt processing: {overhead_ms:.0} ms ({pct:.0}%) went between this client and the model: network round trips, TLS, a gateway or proxy, or the server's queue before prefill. Try measuring from closer to the server, bypassing the gateway to compare, and keeping connections alive."),
+                    (true, true) => format!("并发 {concurrency} 时，请求离开浏览器后 {ttft_ms:.0} 毫秒才收到首 token（p50），而服务端报告的提示词处理只有 {server_ms:.0} 毫秒：有 {overhead_ms:.0} 毫秒（{pct:.0}%）花在本浏览器与模型之间——网络往返、TLS、网关或代理，或服务端在预填充之前的排队。方向：在离服务更近的地方测量、绕过网关对比，并保持连接复用。"),
+                    (false, true) => format!("并发 {concurrency} 时，请求发出后 {ttft_ms:.0} 毫秒才收到首 token（p50），而服务端报告的提示词处理只有 {server_ms:.0} 毫秒：有 {overhead_ms:.0} 毫秒（{pct:.0}%）花在本客户端与模型之间——网络往返、TLS、网关或代理，或服务端在预填充之前的排队。方向：在离服务更近的地方测量、绕过网关对比，并保持连接复用。"),
+                }
+            }
         }
     }
 }
 
 fn p50_ms(s: &Summary, pick: fn(&Summary) -> Option<crate::stats::Distribution>) -> Option<f64> {
     pick(s).map(|d| d.p50).filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The successful requests at `concurrency` that carried the server's prompt time,
+/// as (TTFT from when the request left the client, the server's prompt ms, whether
+/// the first is after the browser's wait).
+fn with_server_prompt(document: &RunDocument, concurrency: u32) -> Vec<(f64, f64, bool)> {
+    document
+        .records
+        .iter()
+        .filter(|r| !r.warmup && r.concurrency == concurrency && r.is_ok())
+        .filter_map(|r| {
+            let server = r.server_timings?.prompt_ms?;
+            let (ttft_us, after_send) = match r.ttft_after_send_us() {
+                Some(t) => (t, true),
+                None => (r.ttft_us()?, false),
+            };
+            Some((ttft_us as f64 / 1e3, server, after_send))
+        })
+        .collect()
+}
+
+fn median(values: Vec<f64>) -> Option<f64> {
+    crate::stats::Distribution::of(&values).map(|d| d.p50)
+}
+
+/// The server's p50 prompt time at `concurrency`, from enough requests.
+fn server_prompt_p50(document: &RunDocument, concurrency: u32) -> Option<f64> {
+    let rows = with_server_prompt(document, concurrency);
+    (rows.len() as u64 >= MIN_SAMPLES)
+        .then(|| median(rows.iter().map(|r| r.1).collect()))
+        .flatten()
+}
+
+/// The network-or-gateway finding at `concurrency`, when the server's timings
+/// leave enough of the first token's wait unexplained.
+fn gateway(document: &RunDocument, concurrency: u32) -> Option<Finding> {
+    let rows = with_server_prompt(document, concurrency);
+    if (rows.len() as u64) < MIN_SAMPLES {
+        return None;
+    }
+    let ttft_ms = median(rows.iter().map(|r| r.0).collect())?;
+    let server_ms = median(rows.iter().map(|r| r.1).collect())?;
+    let overhead_ms = median(rows.iter().map(|r| r.0 - r.1).collect())?;
+    (overhead_ms >= GATEWAY_MS.max(GATEWAY_SHARE * ttft_ms)).then_some(Finding::NetworkOrGateway {
+        concurrency,
+        ttft_ms,
+        server_ms,
+        overhead_ms,
+        after_send: rows.iter().all(|r| r.2),
+    })
 }
 
 /// The findings of `document`, in the order a person should read them.
@@ -204,8 +282,22 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
         .collect();
 
     if let (Some(&(from, lo)), Some(&(to, hi))) = (answered.first(), answered.last()) {
-        // Prefill: the lowest level, no queue.
-        if let (Some(ttft), Some(tpot)) = (p50_ms(lo, |s| s.ttft_ms), p50_ms(lo, |s| s.tpot_ms)) {
+        // The network or a gateway: the lowest level, where the server's own
+        // timings leave little room for a queue.
+        let gateway = gateway(document, from);
+        if let Some(finding @ Finding::NetworkOrGateway { .. }) = &gateway {
+            findings.push(finding.clone());
+        }
+        // Prefill: the lowest level, no queue; as long as the server says so, when
+        // it reports its own prompt time.
+        let server_prompt_ms = match gateway {
+            Some(Finding::NetworkOrGateway { server_ms, .. }) => Some(server_ms),
+            _ => server_prompt_p50(document, from),
+        };
+        if let (Some(ttft), Some(tpot)) = (
+            server_prompt_ms.or(p50_ms(lo, |s| s.ttft_ms)),
+            p50_ms(lo, |s| s.tpot_ms),
+        ) {
             if ttft >= PREFILL_MS.max(PREFILL_TPOTS * tpot) {
                 let prompts: Vec<f64> = document
                     .records
@@ -472,5 +564,78 @@ mod tests {
             diagnose(&doc)[0].text(Lang::En),
             "at concurrency 4 the browser held requests back 400 ms at p95 of a p95 TTFT of 900 ms: part of the latency is this browser's, not the server's. Use an https:// endpoint (HTTP/2), or measure the level from another machine."
         );
+    }
+
+    /// A run of 1 and 2 streams whose requests carry the server's timings: the
+    /// first token `ttft_ms` after sending, `prompt_ms` of it the server's.
+    fn with_timings(ttft_ms: u64, prompt_ms: Option<f64>) -> RunDocument {
+        let records = (0..16u64)
+            .map(|i| {
+                let mut r = crate::chart::tests_support::record(i, 1 + (i % 2) as u32, ttft_ms, 20);
+                r.server_timings = prompt_ms.map(|prompt_ms| crate::stream::ServerTimings {
+                    prompt_ms: Some(prompt_ms),
+                    predicted_ms: Some(180.0),
+                });
+                r
+            })
+            .collect();
+        RunDocument::build(
+            "gateway".into(),
+            "2026-12-03T10:00:00Z".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            records,
+        )
+    }
+
+    #[test]
+    fn a_first_token_later_than_the_server_says_is_the_network_or_a_gateway() {
+        let findings = diagnose(&with_timings(200, Some(40.0)));
+        let gateway = findings
+            .iter()
+            .find(|f| f.cause() == Cause::NetworkOrGateway)
+            .expect("named");
+        assert_eq!(
+            *gateway,
+            Finding::NetworkOrGateway {
+                concurrency: 1,
+                ttft_ms: 200.0,
+                server_ms: 40.0,
+                overhead_ms: 160.0,
+                after_send: false,
+            }
+        );
+        assert!(gateway
+            .text(Lang::En)
+            .contains("160 ms (80%) went between this client and the model"));
+        assert!(gateway
+            .text(Lang::Zh)
+            .contains("有 160 毫秒（80%）花在本客户端与模型之间"));
+        // Silent when the server accounts for the wait, or says nothing of it.
+        for quiet in [
+            with_timings(200, Some(180.0)),
+            with_timings(60, Some(20.0)),
+            with_timings(200, None),
+        ] {
+            assert!(!diagnose(&quiet)
+                .iter()
+                .any(|f| f.cause() == Cause::NetworkOrGateway));
+        }
+    }
+
+    #[test]
+    fn a_slow_first_token_the_server_did_not_spend_is_not_prefill() {
+        // 1.5 s to the first token at no load: prefill, unless the server says it
+        // spent 30 ms on the prompt.
+        assert!(diagnose(&with_timings(1_500, None))
+            .iter()
+            .any(|f| f.cause() == Cause::Prefill));
+        let causes: Vec<Cause> = diagnose(&with_timings(1_500, Some(30.0)))
+            .iter()
+            .map(Finding::cause)
+            .collect();
+        assert!(causes.contains(&Cause::NetworkOrGateway));
+        assert!(!causes.contains(&Cause::Prefill));
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::{body_sample, parse_retry_after, ErrorKind, RequestError, BODY_SAMPLE_BYTES},
     sse::{SseError, SseEvent, SseLimits, SseParser},
-    stream::{interpret, StreamItem, Usage},
+    stream::{interpret, ServerTimings, StreamItem, Usage},
 };
 
 /// Where `N_out` came from.
@@ -142,6 +142,9 @@ pub struct RequestRecord {
     /// Resource Timing, when the browser exposed it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub browser: Option<BrowserTiming>,
+    /// What the server says it spent (llama.cpp's `timings`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub server_timings: Option<ServerTimings>,
 }
 
 impl RequestRecord {
@@ -311,6 +314,7 @@ pub struct RecordBuilder {
     token_times_us: Vec<u64>,
     n_reasoning_events: u64,
     usage: Option<Usage>,
+    server_timings: Option<ServerTimings>,
     finish_reason: Option<String>,
     saw_done: bool,
     /// When the stream said it was over: `[DONE]`, or the usage chunk after a
@@ -341,6 +345,7 @@ impl RecordBuilder {
             token_times_us: Vec::new(),
             n_reasoning_events: 0,
             usage: None,
+            server_timings: None,
             finish_reason: None,
             saw_done: false,
             complete_at_us: None,
@@ -451,6 +456,7 @@ impl RecordBuilder {
             output_text: self.keep_text.then_some(self.text),
             error: self.error,
             browser: None,
+            server_timings: self.server_timings,
         }
     }
 
@@ -614,6 +620,9 @@ impl RecordBuilder {
                     }
                     if chunk.finish_reason.is_some() {
                         self.finish_reason = chunk.finish_reason;
+                    }
+                    if chunk.timings.is_some() {
+                        self.server_timings = chunk.timings;
                     }
                 }
                 Err(err) => {

@@ -115,6 +115,17 @@ pub struct Chunk {
     pub reasoning: String,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
+    /// The server's own timings of the request, when it reports them.
+    pub timings: Option<ServerTimings>,
+}
+
+/// What a server says it spent on a request, from llama.cpp's `timings` object
+/// (`prompt_ms`: processing the prompt, up to the first token; `predicted_ms`:
+/// generating the rest). Its queue before prompt processing is in neither.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    pub prompt_ms: Option<f64>,
+    pub predicted_ms: Option<f64>,
 }
 
 impl Chunk {
@@ -142,6 +153,9 @@ struct WireChunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// Read leniently: a server's odd timings never make a chunk unreadable.
+    #[serde(default)]
+    timings: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -200,6 +214,18 @@ pub fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
             reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+        }),
+        timings: wire.timings.as_ref().and_then(|t| {
+            let ms = |key: &str| {
+                t.get(key)
+                    .and_then(Value::as_f64)
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+            };
+            let timings = ServerTimings {
+                prompt_ms: ms("prompt_ms"),
+                predicted_ms: ms("predicted_ms"),
+            };
+            (timings.prompt_ms.is_some() || timings.predicted_ms.is_some()).then_some(timings)
         }),
         ..Chunk::default()
     };

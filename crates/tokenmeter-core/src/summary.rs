@@ -587,6 +587,7 @@ mod tests {
             output_text: None,
             error: None,
             browser: None,
+            server_timings: None,
         }
     }
 

@@ -134,6 +134,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
                 None => None,
             },
             browser: None,
+            server_timings: None,
         });
     }
     let max_tokens = output_lens

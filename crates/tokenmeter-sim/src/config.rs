@@ -51,6 +51,15 @@ pub struct SimConfig {
     /// would: the cost of preflights becomes visible to the page.
     #[arg(long, default_value_t = 0.0)]
     pub preflight_delay_ms: f64,
+    /// Report llama.cpp's `timings` (prompt_ms, predicted_ms and their token counts)
+    /// in the last chunk of every stream, as llama.cpp's server does.
+    #[arg(long)]
+    pub timings: bool,
+    /// Hold every completion request this many ms before the engine sees it, as a
+    /// gateway or proxy in front of the server would: time the server's own
+    /// `timings` do not count.
+    #[arg(long, default_value_t = 0.0)]
+    pub gateway_delay_ms: f64,
     /// How long a `hang` request holds back its headers, and a `done-hold` body stays
     /// open after `[DONE]`, seconds.
     #[arg(long, default_value_t = 120.0)]

@@ -245,3 +245,32 @@ async fn bad_bodies_are_400s_that_say_why() {
         .unwrap()
         .contains("html-502"));
 }
+
+#[tokio::test]
+async fn timings_say_what_the_server_spent_and_a_gateway_adds_what_they_do_not() {
+    let mut config = fast_config();
+    config.timings = true;
+    config.gateway_delay_ms = 120.0;
+    config.engine.prefill_base_ms = 30.0;
+    let sim = start(config).await;
+    let r = post_chat(sim.addr, &[], &chat_body(5, true)).await;
+    assert_eq!(r.status, 200);
+    let events = r.events();
+    let finish: Value = serde_json::from_str(&events[events.len() - 3]).unwrap();
+    assert_eq!(finish["choices"][0]["finish_reason"], "length");
+    let timings = &finish["timings"];
+    assert_eq!(timings["predicted_n"], 5);
+    let prompt_ms = timings["prompt_ms"].as_f64().unwrap();
+    // The prefill (30 ms), not the gateway's 120 ms.
+    assert!((29.0..60.0).contains(&prompt_ms), "{timings}");
+    assert!(timings["predicted_ms"].as_f64().unwrap() > 0.0);
+    // The client waited for both.
+    let first_token = r.frames[1].0.duration_since(r.sent_at).as_secs_f64() * 1e3;
+    assert!(first_token >= 150.0, "{first_token} ms");
+    // Without the flag, no timings.
+    let plain = start(fast_config()).await;
+    let events = post_chat(plain.addr, &[], &chat_body(2, true))
+        .await
+        .events();
+    assert!(!events.iter().any(|e| e.contains("\"timings\"")));
+}

@@ -168,6 +168,7 @@ class Record:
         self.n_reasoning_events = 0
         self.n_comment_lines = 0
         self.usage = None
+        self.server_timings = None
         self.finish_reason = None
         self.saw_done = False
         self.complete_at_us = None
@@ -351,6 +352,15 @@ class Record:
                 self.complete_at_us = at_us
         if finish_reason is not None:
             self.finish_reason = finish_reason
+        timings = wire.get("timings")
+        if isinstance(timings, dict):
+            def ms(key):
+                value = timings.get(key)
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+                return float(value) if ok and value >= 0 and value == value and value != float("inf") else None
+            server = {"prompt_ms": ms("prompt_ms"), "predicted_ms": ms("predicted_ms")}
+            if server["prompt_ms"] is not None or server["predicted_ms"] is not None:
+                self.server_timings = server
 
     def _sample(self):
         if not self.head:
@@ -392,6 +402,8 @@ class Record:
         }
         if self.response_id is not None:
             record["response_id"] = self.response_id
+        if self.server_timings is not None:
+            record["server_timings"] = self.server_timings
         return record
 
     def _classify(self, end, at_us, message):

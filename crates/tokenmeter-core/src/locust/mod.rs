@@ -25,7 +25,7 @@ use crate::{
     plan::{AuthStyle, LoadMode, Plan},
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
-    stream::{request_body, Usage},
+    stream::{request_body, ServerTimings, Usage},
 };
 
 /// The Locust release the file is written for and tested with.
@@ -225,6 +225,8 @@ struct Line {
     token_times_us: Vec<u64>,
     n_comment_lines: u64,
     error: Option<RequestError>,
+    #[serde(default)]
+    server_timings: Option<ServerTimings>,
 }
 
 /// The `run` line.
@@ -390,6 +392,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
             e
         }),
         browser: None,
+        server_timings: line.server_timings,
     }
 }
 

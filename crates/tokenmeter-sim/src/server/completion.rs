@@ -156,6 +156,12 @@ async fn handle(
         endpoint.name(),
         state.truth.us(accepted),
     );
+    if state.config.gateway_delay_ms > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(
+            state.config.gateway_delay_ms / 1e3,
+        ))
+        .await;
+    }
     let answered = match admit(&state, endpoint, &headers, &body, &mut truth).await {
         Ok(admitted) => admitted,
         Err(response) => {
@@ -210,6 +216,7 @@ async fn handle(
             0
         },
         faults,
+        timings: state.config.timings,
     };
     if ask.stream {
         stream_response(state, gate, plan, truth, rx)
@@ -338,6 +345,8 @@ pub(super) struct StreamPlan {
     pub(super) n_tokens: u64,
     pub(super) n_reasoning: u64,
     pub(super) faults: Faults,
+    /// Report llama.cpp's `timings` in the last chunk.
+    pub(super) timings: bool,
 }
 
 impl StreamPlan {
@@ -444,6 +453,7 @@ mod tests {
             n_tokens: 1,
             n_reasoning: 0,
             faults: Faults::default(),
+            timings: false,
         }
     }
 

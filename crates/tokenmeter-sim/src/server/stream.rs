@@ -195,7 +195,10 @@ impl Writer {
         } else {
             "stop"
         };
-        let finish = self.plan.chunk(json!({}), Some(reason));
+        let mut finish = self.plan.chunk(json!({}), Some(reason));
+        if self.plan.timings {
+            finish["timings"] = self.timings(n_generated);
+        }
         self.push_event(finish.to_string(), Vec::new());
         if self.plan.include_usage {
             let usage_chunk = json!({
@@ -210,6 +213,21 @@ impl Writer {
         }
         self.push_event("[DONE]".into(), Vec::new());
         self.end(Outcome::Completed);
+    }
+
+    /// llama.cpp's `timings` of this request: prompt processing from admission to
+    /// the first token, prediction from the first token to the last (as scheduled).
+    fn timings(&self, n_generated: u64) -> serde_json::Value {
+        let ms = |us: u64| us as f64 / 1e3;
+        let first = self.truth.tokens.first().map_or(0, |t| t.due_us);
+        let last = self.truth.tokens.last().map_or(first, |t| t.due_us);
+        let admitted = self.truth.admitted_us.unwrap_or(first);
+        json!({
+            "prompt_n": self.truth.prompt_tokens,
+            "prompt_ms": ms(first.saturating_sub(admitted)),
+            "predicted_n": n_generated,
+            "predicted_ms": ms(last.saturating_sub(first)),
+        })
     }
 
     fn end(&mut self, outcome: Outcome) {
