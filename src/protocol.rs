@@ -20,6 +20,9 @@ pub enum ToWorker {
         plan: Box<Plan>,
         /// Never logged, never stored by the worker beyond the run.
         api_key: Option<String>,
+        /// The keys of an A/B plan's other targets (B, C, …), as `api_key`.
+        #[serde(default)]
+        target_keys: Vec<Option<String>>,
     },
     /// Abort every request in flight and finish with what was measured.
     Cancel,
@@ -71,6 +74,9 @@ pub struct LevelProgress {
     /// The pass of a repeated ladder this level belongs to (0: the first).
     #[serde(default)]
     pub repetition: u32,
+    /// The target of an A/B plan this level measures (0: A).
+    #[serde(default)]
+    pub target: u32,
     pub state: LevelState,
     /// Requests planned (0 when the level is bounded by time).
     pub n_planned: u32,

@@ -256,7 +256,7 @@ impl RunController {
     }
 
     /// Starts a run; the key goes to the worker's memory and nowhere else.
-    pub fn start(&self, plan: Plan, api_key: Option<String>) {
+    pub fn start(&self, plan: Plan, api_key: Option<String>, target_keys: Vec<Option<String>>) {
         if self.view.with_untracked(RunView::is_running) {
             return;
         }
@@ -265,6 +265,7 @@ impl RunController {
             started_at: String::from(js_sys::Date::new_0().to_iso_string()),
             plan: Box::new(plan),
             api_key,
+            target_keys,
         };
         let ToWorker::Start {
             run_id,

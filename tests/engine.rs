@@ -173,6 +173,7 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         started_at: "t".into(),
         plan,
         api_key: None,
+        target_keys: Vec::new(),
         visibility,
     };
     run(input, CancelToken::default(), post).await;
@@ -248,6 +249,7 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
         started_at: "t".into(),
         plan,
         api_key: None,
+        target_keys: Vec::new(),
         visibility: Rc::new(Visibility::default()),
     };
     run(input, CancelToken::default(), post).await;
@@ -327,6 +329,7 @@ async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
         started_at: "t".into(),
         plan,
         api_key: None,
+        target_keys: Vec::new(),
         visibility: Rc::new(Visibility::default()),
     };
     run(input, cancel, post).await;

@@ -40,6 +40,7 @@ fn main() {
                     started_at,
                     plan,
                     api_key,
+                    target_keys,
                 }) => {
                     let cancel = CancelToken::default();
                     if let Some(previous) = current.borrow_mut().replace(cancel.clone()) {
@@ -50,6 +51,7 @@ fn main() {
                         started_at,
                         plan: *plan,
                         api_key,
+                        target_keys,
                         visibility: visibility.clone(),
                     };
                     wasm_bindgen_futures::spawn_local(run(input, cancel, post.clone()));

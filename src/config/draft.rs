@@ -4,10 +4,48 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::{LoadKind, PlanDraft, PlanProblem},
+    draft::{LoadKind, PlanDraft, PlanProblem, TargetDraft},
     plan::{AuthStyle, Plan},
     stream::EndpointKind,
 };
+
+/// One more target of an A/B plan on the form.
+#[derive(Clone, Copy)]
+pub struct TargetRow {
+    pub id: u64,
+    pub base_url: RwSignal<String>,
+    pub model: RwSignal<String>,
+    pub key: RwSignal<String>,
+}
+
+impl TargetRow {
+    pub fn new(draft: TargetDraft) -> TargetRow {
+        thread_local! {
+            static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        }
+        TargetRow {
+            id: NEXT.with(|n| {
+                n.set(n.get() + 1);
+                n.get()
+            }),
+            base_url: RwSignal::new(draft.base_url),
+            model: RwSignal::new(draft.model),
+            key: RwSignal::new(String::new()),
+        }
+    }
+
+    fn draft(&self) -> TargetDraft {
+        TargetDraft {
+            base_url: self.base_url.get_untracked(),
+            model: self.model.get_untracked(),
+        }
+    }
+
+    /// The key typed for this target, if any.
+    pub fn key(&self) -> Option<String> {
+        Some(self.key.get_untracked().trim().to_owned()).filter(|k| !k.is_empty())
+    }
+}
 
 /// The plan panel's fields.
 #[derive(Clone, Copy)]
@@ -35,6 +73,9 @@ pub struct DraftSignals {
     pub duration_s: RwSignal<String>,
     pub search_max: RwSignal<String>,
     pub repeat: RwSignal<String>,
+    /// An A/B plan's other targets, a row each (keys included: the page's memory
+    /// only, never the plan's).
+    pub targets: RwSignal<Vec<TargetRow>>,
     pub slo_ttft_ms: RwSignal<String>,
     pub slo_tpot_ms: RwSignal<String>,
     pub slo_error_pct: RwSignal<String>,
@@ -65,6 +106,7 @@ impl DraftSignals {
             duration_s: RwSignal::default(),
             search_max: RwSignal::default(),
             repeat: RwSignal::default(),
+            targets: RwSignal::default(),
             slo_ttft_ms: RwSignal::default(),
             slo_tpot_ms: RwSignal::default(),
             slo_error_pct: RwSignal::default(),
@@ -98,6 +140,9 @@ impl DraftSignals {
             duration_s: self.duration_s.get_untracked(),
             search_max: self.search_max.get_untracked(),
             repeat: self.repeat.get_untracked(),
+            targets: self
+                .targets
+                .with_untracked(|rows| rows.iter().map(TargetRow::draft).collect()),
             slo_ttft_ms: self.slo_ttft_ms.get_untracked(),
             slo_tpot_ms: self.slo_tpot_ms.get_untracked(),
             slo_error_pct: self.slo_error_pct.get_untracked(),
@@ -138,6 +183,7 @@ impl DraftSignals {
             duration_s,
             search_max,
             repeat,
+            targets,
             slo_ttft_ms,
             slo_tpot_ms,
             slo_error_pct,
@@ -164,6 +210,8 @@ impl DraftSignals {
         self.duration_s.set(duration_s);
         self.search_max.set(search_max);
         self.repeat.set(repeat);
+        self.targets
+            .set(targets.into_iter().map(TargetRow::new).collect());
         self.slo_ttft_ms.set(slo_ttft_ms);
         self.slo_tpot_ms.set(slo_tpot_ms);
         self.slo_error_pct.set(slo_error_pct);

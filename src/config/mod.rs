@@ -18,6 +18,7 @@ mod key;
 mod locust;
 mod model;
 mod share;
+mod targets;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
@@ -28,7 +29,7 @@ use tokenmeter_core::{
 
 use self::{
     advanced::AdvancedFields, draft::DraftSignals, import::ImportConfig, key::KeyField,
-    locust::LocustExport, model::ModelField, share::ShareLink,
+    locust::LocustExport, model::ModelField, share::ShareLink, targets::Targets,
 };
 use crate::{run::RunController, widgets::Field, widgets::TextArea};
 
@@ -68,7 +69,12 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let running = Signal::derive(move || run.is_running());
     let on_run = move |_| match draft.plan(&base.get_value()) {
         Ok(plan) => match key_state.key_for(&plan.base_url) {
-            Ok(key) => run.start(plan, key),
+            Ok(key) => {
+                let target_keys = draft
+                    .targets
+                    .with_untracked(|rows| rows.iter().map(|r| r.key()).collect());
+                run.start(plan, key, target_keys)
+            }
             Err(why) => run.problems.set(vec![why]),
         },
         Err(problems) => run.problems.set(problems),
@@ -82,6 +88,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             </Field>
             <KeyField state=key_state running=running/>
             <ModelField draft=draft key=key_state base=base running=running/>
+            <Targets draft=draft running=running/>
             <TextArea label="Prompt" testid="prompt" value=draft.prompt disabled=running/>
             <div class="field-row">
                 <Field label="max_tokens" testid="max-tokens" value=draft.max_tokens kind="number" disabled=running/>

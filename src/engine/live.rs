@@ -123,10 +123,13 @@ impl Shared {
         id
     }
 
-    /// Level `index` belongs to pass `repetition` of a repeated ladder: its
-    /// records say so.
-    pub fn set_repetition(&self, index: usize, repetition: u32) {
-        self.level(index, |l| l.repetition = repetition);
+    /// Level `index` belongs to pass `repetition` of a repeated ladder and
+    /// measures `target` of an A/B plan: its records say so.
+    pub fn set_origin(&self, index: usize, repetition: u32, target: u32) {
+        self.level(index, |l| {
+            l.repetition = repetition;
+            l.target = target;
+        });
     }
 
     /// Changes one level's progress.
@@ -183,6 +186,7 @@ impl Shared {
             Some(index) => {
                 if let Some(level) = self.progress.borrow().levels.get(index) {
                     record.repetition = level.repetition;
+                    record.target = level.target;
                 }
                 let failed = !record.is_ok();
                 self.live.borrow_mut()[index].add(&record);

@@ -39,6 +39,8 @@ pub struct RunInput {
     pub started_at: String,
     pub plan: Plan,
     pub api_key: Option<String>,
+    /// The keys of an A/B plan's other targets, in order (memory only).
+    pub target_keys: Vec<Option<String>>,
     /// When the page was hidden, as the page reports it.
     pub visibility: Rc<Visibility>,
 }
@@ -59,19 +61,55 @@ pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
     )
 }
 
+/// Target `index`'s key: its own slot's, or else, for a target on the same origin
+/// as A (another model on the same gateway), A's; never A's key to another origin.
+fn target_key<'a>(
+    plan: &Plan,
+    api_key: &'a Option<String>,
+    target_keys: &'a [Option<String>],
+    index: usize,
+) -> Option<&'a str> {
+    fn own(key: &Option<String>) -> Option<&str> {
+        key.as_deref().map(str::trim).filter(|k| !k.is_empty())
+    }
+    if index == 0 {
+        return own(api_key);
+    }
+    let slot = target_keys.get(index - 1).and_then(own);
+    let same_origin = plan
+        .targets
+        .get(index - 1)
+        .is_some_and(|t| origin(&t.base_url) == origin(&plan.base_url));
+    slot.or(own(api_key).filter(|_| same_origin))
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after_scheme..]
+        .find('/')
+        .map_or(url.len(), |i| after_scheme + i);
+    &url[..end]
+}
+
 /// The levels a plan runs, as `(concurrency, requests planned)`: concurrency 0 is
 /// open-loop arrivals, 0 requests a level bounded by time. An SLO search has none
 /// beforehand: it adds each probe as it goes.
 fn levels(plan: &Plan) -> Vec<(u32, u32)> {
     match &plan.load {
         LoadMode::SloSearch { .. } => Vec::new(),
-        // A repeated ladder runs all its levels, then all again: each pass is a
-        // level of its own here (see `repetition_of`).
+        // A repeated ladder runs all its levels, then all again; an A/B plan takes
+        // each level for every target in turn: each is a level of its own here
+        // (see `set_origin`).
         LoadMode::Ladder {
             levels,
             requests_per_level,
         } => (0..plan.repeat.max(1))
-            .flat_map(|_| levels.iter().map(|&c| (c, *requests_per_level)))
+            .flat_map(|_| {
+                levels
+                    .iter()
+                    .flat_map(|&c| std::iter::repeat_n((c, *requests_per_level), plan.n_targets()))
+            })
             .collect(),
         LoadMode::Arrivals { n_requests, .. } => vec![(0, *n_requests)],
         LoadMode::Duration { concurrency, .. } => vec![(*concurrency, 0)],
@@ -85,7 +123,12 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         return;
     }
     let plan = input.plan;
-    let target = target(&plan, input.api_key.as_deref());
+    let targets: Vec<Target> = (0..plan.n_targets())
+        .map(|i| {
+            let key = target_key(&plan, &input.api_key, &input.target_keys, i);
+            target(&plan.for_target(i), key)
+        })
+        .collect();
     let options = RecordOptions::default();
     let clock = Clock::start();
     let resolution_us = clock.resolution_us();
@@ -99,8 +142,10 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         &levels,
     ));
     if let LoadMode::Ladder { levels: ladder, .. } = &plan.load {
+        let n_targets = plan.n_targets();
         for index in 0..levels.len() {
-            shared.set_repetition(index, (index / ladder.len().max(1)) as u32);
+            let pass = index / (ladder.len() * n_targets).max(1);
+            shared.set_origin(index, pass as u32, (index % n_targets) as u32);
         }
     }
 
@@ -130,23 +175,26 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     });
 
     // Warm-up: sequential, never summarised; it pays for connection set-up and the
-    // first CORS preflight.
+    // first CORS preflight (of every target of an A/B plan).
     // (An SLO search starts at 1.)
     let warmup_concurrency = levels.first().map_or(1, |l| l.0.max(1));
-    for _ in 0..plan.warmup_requests {
-        if cancel.is_cancelled() {
-            break;
+    for (i, target) in targets.iter().enumerate() {
+        for _ in 0..plan.warmup_requests {
+            if cancel.is_cancelled() {
+                break;
+            }
+            let now = clock.now_us();
+            let start = RequestStart {
+                id: shared.next_id(),
+                concurrency: warmup_concurrency,
+                warmup: true,
+                wanted_us: now,
+                sent_us: now,
+            };
+            let (mut record, cost) = send(target, start, &clock, &cancel, options).await;
+            record.target = i as u32;
+            shared.record_done(None, record, cost);
         }
-        let now = clock.now_us();
-        let start = RequestStart {
-            id: shared.next_id(),
-            concurrency: warmup_concurrency,
-            warmup: true,
-            wanted_us: now,
-            sent_us: now,
-        };
-        let (record, cost) = send(&target, start, &clock, &cancel, options).await;
-        shared.record_done(None, record, cost);
     }
 
     let mut conditions = Vec::new();
@@ -181,7 +229,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         shared.start_level(index);
         let level = Level {
             shared: &shared,
-            target: &target,
+            target: &targets[index % targets.len()],
             cancel: &cancel,
             options,
             index,
@@ -266,7 +314,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         environment.conditions.push(diagnosis);
     }
     environment.engine_load = engine_load;
-    let mut document = RunDocument::build(
+    let mut document = RunDocument::build_ab(
         input.run_id,
         input.started_at,
         status,

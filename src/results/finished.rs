@@ -14,6 +14,7 @@ use tokenmeter_core::{
 };
 
 use super::{
+    ab::AbPanel,
     charts::{DetailCharts, HeadlineCards, LoadCharts},
     columns::{columns, ColumnChooser, ShownColumns, TableKinds},
     errors::{error_groups, ErrorGroup},
@@ -175,6 +176,7 @@ pub fn Finished(
             {has_notes.then(|| view! {
                 <ul class="env-notes" data-testid="environment-notes">{notes}</ul>
             })}
+            {(!document.ab.is_empty()).then(|| view! { <AbPanel document=document.clone() lang=lang/> })}
             <DetailCharts document=document.clone() lang=lang/>
             {(!errors.is_empty()).then(|| view! {
                 <div class="errors" data-testid="errors">

@@ -4,6 +4,7 @@
 //! its errors ([`errors`]) and exports ([`export`]). It only reads the run view and
 //! documents; every figure comes from the core.
 
+mod ab;
 mod charts;
 mod columns;
 mod errors;

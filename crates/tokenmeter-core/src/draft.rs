@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::{
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AuthStyle,
-        LoadMode, Plan, PromptSpec, MAX_REPEAT,
+        LoadMode, Plan, PromptSpec, TargetSpec, MAX_REPEAT,
     },
     stream::EndpointKind,
 };
@@ -67,10 +67,19 @@ pub struct PlanDraft {
     pub search_max: String,
     /// How many times the ladder runs.
     pub repeat: String,
+    /// An A/B plan's other targets (B, C, …), as typed.
+    pub targets: Vec<TargetDraft>,
     pub slo_ttft_ms: String,
     pub slo_tpot_ms: String,
     /// The most failed requests a level may have, percent; empty for no limit.
     pub slo_error_pct: String,
+}
+
+/// Another target of an A/B plan, as typed (its key is the page's, never here).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TargetDraft {
+    pub base_url: String,
+    pub model: String,
 }
 
 /// The field a problem is about.
@@ -151,6 +160,7 @@ impl Default for PlanDraft {
             duration_s: "30".into(),
             search_max: "64".into(),
             repeat: "1".into(),
+            targets: Vec::new(),
             slo_ttft_ms: String::new(),
             slo_tpot_ms: String::new(),
             slo_error_pct: String::new(),
@@ -242,6 +252,14 @@ impl PlanDraft {
         self.slo_tpot_ms = optional(plan.slo.tpot_p95_ms);
         self.slo_error_pct = optional(plan.slo.error_rate_pct);
         self.repeat = plan.repeat.to_string();
+        self.targets = plan
+            .targets
+            .iter()
+            .map(|t| TargetDraft {
+                base_url: t.base_url.clone(),
+                model: t.model.clone(),
+            })
+            .collect();
     }
 
     /// The plan the draft describes, on top of `base` (which gives what the form
@@ -310,6 +328,34 @@ impl PlanDraft {
         if let Some(load) = self.load_mode(&mut problems) {
             plan.load = load;
         }
+        // Targets: what the form shows, with the extra body fields the base had.
+        plan.targets = self
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let label = Plan::target_label(i + 1);
+                let base_url = match normalize_base_url(&t.base_url) {
+                    Ok((url, _)) => url,
+                    Err(err) => {
+                        problems.push(PlanProblem {
+                            field: None,
+                            message: format!("target {label}: {err}"),
+                        });
+                        t.base_url.trim().to_owned()
+                    }
+                };
+                TargetSpec {
+                    base_url,
+                    model: t.model.trim().to_owned(),
+                    extra_body: base
+                        .targets
+                        .get(i)
+                        .map(|b| b.extra_body.clone())
+                        .unwrap_or_default(),
+                }
+            })
+            .collect();
         // Only a ladder repeats: the other modes leave the field as it was.
         plan.repeat = match (self.load, whole(&self.repeat)) {
             (LoadKind::Ladder, Some(n)) if (1..=MAX_REPEAT).contains(&n) => n,
@@ -556,6 +602,41 @@ mod tests {
         draft.repeat = "0".into();
         let problems = draft.to_plan(&plan).unwrap_err();
         assert_eq!(problems[0].field, Some(DraftField::Repeat));
+    }
+
+    #[test]
+    fn an_ab_plan_round_trips_and_a_bad_target_is_named() {
+        let mut plan = Plan::default_for_simulator(BASE);
+        plan.targets = vec![TargetSpec {
+            base_url: "https://other.example/v1".into(),
+            model: "qwen3-8b".into(),
+            extra_body: [("top_p".to_owned(), serde_json::json!(0.9))]
+                .into_iter()
+                .collect(),
+        }];
+        let mut draft = PlanDraft::from_plan(&plan);
+        assert_eq!(draft.targets[0].model, "qwen3-8b");
+        assert_eq!(
+            draft.to_plan(&plan),
+            Ok(plan.clone()),
+            "extra body kept from the base"
+        );
+        draft.targets[0].base_url = "ftp://nowhere".into();
+        draft.targets[0].model = " ".into();
+        let messages: Vec<String> = draft
+            .to_plan(&plan)
+            .unwrap_err()
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert!(
+            messages.iter().any(|m| m.starts_with("target B: ")),
+            "{messages:?}"
+        );
+        assert!(
+            messages.iter().any(|m| m == "target B: the model is empty"),
+            "{messages:?}"
+        );
     }
 
     #[test]

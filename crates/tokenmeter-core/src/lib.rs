@@ -15,6 +15,7 @@
 //! Metric definitions (vLLM's) are in [`record`]; the percentile method in [`stats`];
 //! the two throughputs in [`summary`]; the analysis rules in [`verdict`].
 
+pub mod ab;
 pub mod browser;
 pub mod chart;
 pub mod compare;

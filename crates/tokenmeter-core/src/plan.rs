@@ -37,6 +37,8 @@ pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
 pub const MAX_REQUESTS_PER_RUN: u32 = 100_000;
 /// The most warm-up requests (sent one after another before the first level).
 pub const MAX_WARMUP_REQUESTS: u32 = 100;
+/// The most targets of an A/B plan (A included).
+pub const MAX_TARGETS: usize = 4;
 /// The most passes of a repeated ladder.
 pub const MAX_REPEAT: u32 = 20;
 /// The highest concurrency an SLO search may reach.
@@ -120,6 +122,16 @@ pub enum LoadMode {
     },
 }
 
+/// Another endpoint of an A/B plan: the plan with this base URL, model and extra
+/// body fields (over the plan's). Its key is kept apart, like the plan's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetSpec {
+    pub base_url: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra_body: Map<String, Value>,
+}
+
 /// How the key is sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,6 +173,11 @@ pub struct Plan {
     /// floor the knee and comparisons allow for.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: u32,
+    /// Other endpoints measured with the same load, side by side (A/B): the plan
+    /// itself is target A, these are B, C, …; the runner takes each level for every
+    /// target in turn (A1, B1, A2, B2, …), so drift in the network hits them alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetSpec>,
     /// Requests sent before the first level and left out of every figure: they pay
     /// for connection set-up and the CORS preflight.
     #[serde(default)]
@@ -219,6 +236,34 @@ impl Default for AnalysisParams {
 }
 
 impl Plan {
+    /// Targets measured: A (this plan) and one per [`Plan::targets`].
+    pub fn n_targets(&self) -> usize {
+        1 + self.targets.len()
+    }
+
+    /// A target's name: A, B, C, …
+    pub fn target_label(index: usize) -> String {
+        char::from(b'A' + (index % 26) as u8).to_string()
+    }
+
+    /// Target `index`'s own plan: this one (without its other targets) with the
+    /// target's base URL, model and extra body fields. 0 is this plan's own.
+    pub fn for_target(&self, index: usize) -> Plan {
+        let mut plan = self.clone();
+        plan.targets = Vec::new();
+        if let Some(target) = index.checked_sub(1).and_then(|i| self.targets.get(i)) {
+            plan.base_url = target.base_url.clone();
+            plan.model = target.model.clone();
+            plan.extra_body.extend(
+                target
+                    .extra_body
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        plan
+    }
+
     /// The default plan: the local simulator, a short ladder, done in well under a minute.
     pub fn default_for_simulator(base_url: &str) -> Plan {
         Plan {
@@ -244,6 +289,7 @@ impl Plan {
                 requests_per_level: 8,
             },
             repeat: 1,
+            targets: Vec::new(),
             warmup_requests: 1,
             timeout_s: 60.0,
             slo: Slo {
@@ -351,7 +397,8 @@ impl Plan {
                 }
                 let n_run = levels.len() as u64
                     * u64::from(*requests_per_level)
-                    * u64::from(self.repeat.max(1));
+                    * u64::from(self.repeat.max(1))
+                    * self.n_targets() as u64;
                 if too_many(*requests_per_level) {
                     problems.push(format!(
                         "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}"
@@ -416,6 +463,23 @@ impl Plan {
                             "this search may send up to {most} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: search up to a lower concurrency or send fewer requests per probe"
                         ));
                     }
+                }
+            }
+        }
+        if !self.targets.is_empty() {
+            if !matches!(self.load, LoadMode::Ladder { .. }) {
+                problems.push("A/B targets run as a ladder: choose the ladder mode".into());
+            }
+            if self.n_targets() > MAX_TARGETS {
+                problems.push(format!("an A/B plan holds at most {MAX_TARGETS} targets"));
+            }
+            for (i, target) in self.targets.iter().enumerate() {
+                let label = Plan::target_label(i + 1);
+                if let Err(err) = normalize_base_url(&target.base_url) {
+                    problems.push(format!("target {label}: {err}"));
+                }
+                if target.model.trim().is_empty() {
+                    problems.push(format!("target {label}: the model is empty"));
                 }
             }
         }
@@ -721,6 +785,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
             requests_per_level: config.requests_per_level,
         },
         repeat: 1,
+        targets: Vec::new(),
         warmup_requests: 0,
         timeout_s: config.timeout,
         slo: Slo::default(),

@@ -98,6 +98,9 @@ pub struct RequestRecord {
     /// that does not repeat).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub repetition: u32,
+    /// Which target of an A/B plan it went to (0: A, the plan's own).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub target: u32,
     pub wanted_us: u64,
     pub sent_us: u64,
     /// When the response headers arrived.
@@ -433,6 +436,7 @@ impl RecordBuilder {
             concurrency: self.start.concurrency,
             warmup: self.start.warmup,
             repetition: 0,
+            target: 0,
             wanted_us: self.start.wanted_us,
             sent_us: self.start.sent_us,
             headers_us: self.headers_us,

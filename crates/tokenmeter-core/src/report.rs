@@ -151,6 +151,10 @@ pub struct RunDocument {
     /// What an SLO search found (plans in the `slo_search` mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchOutcome>,
+    /// The other targets of an A/B plan (B, C, …), each a document of its own
+    /// (its plan, records, levels and verdict); this document is target A's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ab: Vec<RunDocument>,
 }
 
 /// What, besides the server, shaped `level` so much that the verdict leaves it out:
@@ -260,7 +264,46 @@ impl RunDocument {
             verdict,
             records,
             search: None,
+            ab: Vec::new(),
         }
+    }
+
+    /// The document of a run whose plan may hold several targets: target A's
+    /// (with the whole plan), and one per other target in [`RunDocument::ab`], each
+    /// from its own records.
+    pub fn build_ab(
+        run_id: String,
+        started_at: String,
+        status: RunStatus,
+        plan: Plan,
+        environment: Environment,
+        records: Vec<RequestRecord>,
+    ) -> RunDocument {
+        if plan.targets.is_empty() {
+            return RunDocument::build(run_id, started_at, status, plan, environment, records);
+        }
+        let mut by_target: Vec<Vec<RequestRecord>> = vec![Vec::new(); plan.n_targets()];
+        for record in records {
+            let i = (record.target as usize).min(by_target.len() - 1);
+            by_target[i].push(record);
+        }
+        let mut by_target = by_target.into_iter().enumerate();
+        let (_, own) = by_target.next().expect("target A");
+        let ab = by_target
+            .map(|(i, records)| {
+                RunDocument::build(
+                    format!("{run_id}-{}", Plan::target_label(i)),
+                    started_at.clone(),
+                    status,
+                    plan.for_target(i),
+                    environment.clone(),
+                    records,
+                )
+            })
+            .collect();
+        let mut document = RunDocument::build(run_id, started_at, status, plan, environment, own);
+        document.ab = ab;
+        document
     }
 
     /// The document as kept in a browser's history: without per-token arrival times
@@ -273,6 +316,9 @@ impl RunDocument {
             record.token_times_us = Vec::new();
             record.output_text = None;
         }
+        // An A/B run's other targets, kept the same way (each within its share).
+        let share = max_bytes / (self.ab.len() + 1);
+        document.ab = self.ab.iter().map(|d| d.for_history(share)).collect();
         let size = serde_json::to_string(&document).map_or(usize::MAX, |json| json.len());
         if size > max_bytes && !document.records.is_empty() {
             let n_records = document.records.len() as u64;

@@ -560,6 +560,7 @@ mod tests {
             concurrency: 2,
             warmup: false,
             repetition: 0,
+            target: 0,
             wanted_us: sent,
             sent_us: sent,
             headers_us: Some(sent),

@@ -96,6 +96,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             concurrency,
             warmup: false,
             repetition: 0,
+            target: 0,
             wanted_us: sent_us,
             sent_us,
             headers_us: None,

@@ -116,6 +116,10 @@ fn run(args: &Args) -> Result<bool, String> {
         };
         document.verdict = analyse(&document.levels, &slo, &document.plan.analysis);
         document.plan.slo = slo;
+        for other in &mut document.ab {
+            other.verdict = analyse(&other.levels, &slo, &other.plan.analysis);
+            other.plan.slo = slo;
+        }
     }
     print!("{}", printed(&document, lang));
     for (path, contents) in [
@@ -130,7 +134,12 @@ fn run(args: &Args) -> Result<bool, String> {
                 .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
         }
     }
-    slo_holds(&document, args.at)
+    // Every target of an A/B run is held to the SLO.
+    let mut holds = slo_holds(&document, args.at)?;
+    for other in &document.ab {
+        holds &= slo_holds(other, args.at)?;
+    }
+    Ok(holds)
 }
 
 /// Writes the plan in `text` (a plan, a `config.json`, or a run document's) as a
@@ -226,6 +235,20 @@ fn printed(document: &RunDocument, lang: Lang) -> String {
     }
     for note in document.environment.notes_in(lang) {
         out += &format!("note: {note}\n");
+    }
+    // An A/B run: each other target's table and verdict, then the two side by side.
+    for (i, other) in document.ab.iter().enumerate() {
+        out += &format!(
+            "\ntarget {}\n{}",
+            tokenmeter_core::ab::target_name(document, i + 1),
+            printed(other, lang)
+        );
+    }
+    if !document.ab.is_empty() {
+        out += "\nA/B:\n";
+        for line in tokenmeter_core::ab::said(document, lang) {
+            out += &format!("- {line}\n");
+        }
     }
     out
 }

@@ -164,3 +164,40 @@ fn a_config_json_becomes_a_locustfile_without_its_key() {
     assert_eq!(code, 2);
     assert!(stderr.contains("tokenmeter-report:"), "{stderr}");
 }
+
+#[test]
+fn an_ab_run_prints_every_target_and_holds_each_to_the_slo() {
+    let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+    plan.targets = vec![tokenmeter_core::plan::TargetSpec {
+        base_url: "http://127.0.0.1:8001/v1".into(),
+        model: "slow".into(),
+        extra_body: Default::default(),
+    }];
+    // A answers in 100 ms, B in 900 ms.
+    let records = (0..4)
+        .map(|i| record(i, 1, 100))
+        .chain((4..8).map(|i| {
+            let mut r = record(i, 1, 900);
+            r.target = 1;
+            r
+        }))
+        .collect();
+    let doc = RunDocument::build_ab(
+        "run-ab".into(),
+        "2026-12-03T10:00:00Z".into(),
+        RunStatus::Done,
+        plan,
+        Environment::default(),
+        records,
+    );
+    let path =
+        std::env::temp_dir().join(format!("tokenmeter-report-{}-ab.json", std::process::id()));
+    std::fs::write(&path, doc.to_json()).unwrap();
+    let (code, stdout, stderr) = report(&[path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\ntarget B · slow\n"), "{stdout}");
+    assert!(stdout.contains("\nA/B:\n"), "{stdout}");
+    // B breaks a 500 ms TTFT limit that A meets: the run fails the gate.
+    let (code, _, stderr) = report(&[path.to_str().unwrap(), "--slo-ttft-p95-ms", "500"]);
+    assert_eq!(code, 1, "{stderr}");
+}

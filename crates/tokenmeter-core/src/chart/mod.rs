@@ -640,6 +640,56 @@ pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
 /// line each, the baseline dashed. `None` when neither has a level. Hook:
 /// `compare-chart`; its points' `data-series` end in `_now` or `_baseline`.
 pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<String> {
+    overlay(
+        now,
+        then,
+        (say(lang, "this run", "本次"), say(lang, "baseline", "基线")),
+        (
+            "compare-chart",
+            [
+                "ttft_p95_now",
+                "ttft_p95_baseline",
+                "output_tps_now",
+                "output_tps_baseline",
+            ],
+        ),
+        say(lang, "This run against the baseline", "本次与基线对比"),
+        lang,
+    )
+}
+
+/// The targets of an A/B run over each other: p95 TTFT and output tokens/s
+/// against concurrency, A solid, B dashed. Hook: `ab-chart`; its points'
+/// `data-series` end in `_a` or `_b`.
+pub fn ab(document: &RunDocument, lang: Lang) -> Option<String> {
+    let b = document.ab.first()?;
+    let (a_name, b_name) = (
+        crate::ab::target_name(document, 0),
+        crate::ab::target_name(document, 1),
+    );
+    overlay(
+        document,
+        b,
+        (&a_name, &b_name),
+        (
+            "ab-chart",
+            ["ttft_p95_a", "ttft_p95_b", "output_tps_a", "output_tps_b"],
+        ),
+        say(lang, "A/B: the targets side by side", "A/B：目标并排对比"),
+        lang,
+    )
+}
+
+/// Two runs' curves over each other (`second` dashed): the comparison's and the
+/// A/B run's chart.
+fn overlay(
+    now: &RunDocument,
+    then: &RunDocument,
+    (this_run, baseline): (&str, &str),
+    (testid, [ttft_now, ttft_then, tps_now, tps_then]): (&'static str, [&'static str; 4]),
+    title: &str,
+    lang: Lang,
+) -> Option<String> {
     let (now_levels, then_levels) = (levels(now), levels(then));
     let mut ticks: Vec<(f64, String)> = ticks(&now_levels);
     for tick in self::ticks(&then_levels) {
@@ -651,8 +701,6 @@ pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<Stri
         return None;
     }
     ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let this_run = say(lang, "this run", "本次");
-    let baseline = say(lang, "baseline", "基线");
     let ttft = |levels: &[Level<'_>], key, label: &str, class| {
         series(levels, key, format!("TTFT p95 · {label}"), class, |s| {
             p95(s.ttft_ms)
@@ -669,16 +717,16 @@ pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<Stri
     };
     Some(
         Chart {
-            testid: "compare-chart",
-            title: say(lang, "This run against the baseline", "本次与基线对比").into(),
+            testid,
+            title: title.into(),
             x_title: say(lang, "concurrency", "并发数"),
             panels: vec![
                 Panel {
                     title: say(lang, "p95 TTFT", "p95 TTFT").into(),
                     unit: say(lang, "ms", "毫秒"),
                     series: vec![
-                        ttft(&now_levels, "ttft_p95_now", this_run, "s1"),
-                        ttft(&then_levels, "ttft_p95_baseline", baseline, "s2 dashed"),
+                        ttft(&now_levels, ttft_now, this_run, "s1"),
+                        ttft(&then_levels, ttft_then, baseline, "s2 dashed"),
                     ],
                     limit: None,
                 },
@@ -686,8 +734,8 @@ pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<Stri
                     title: say(lang, "Output tokens per second", "每秒输出 token").into(),
                     unit: say(lang, "tok/s", "token/秒"),
                     series: vec![
-                        tps(&now_levels, "output_tps_now", this_run, "s1"),
-                        tps(&then_levels, "output_tps_baseline", baseline, "s2 dashed"),
+                        tps(&now_levels, tps_now, this_run, "s1"),
+                        tps(&then_levels, tps_then, baseline, "s2 dashed"),
                     ],
                     limit: None,
                 },

@@ -87,6 +87,9 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, String> {
     if let LoadMode::SloSearch { .. } = plan.load {
         return Err("an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure".into());
     }
+    if !plan.targets.is_empty() {
+        return Err("an A/B plan runs in the browser only: to run on Locust, export each target's plan on its own".into());
+    }
     let mut stages = Vec::new();
     let mut stage = |mut value: Value| {
         value["stage"] = stages.len().into();
@@ -365,6 +368,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
         concurrency: line.concurrency,
         warmup: line.warmup,
         repetition: line.repetition,
+        target: 0,
         wanted_us: at(line.wanted_us),
         sent_us: at(line.sent_us),
         headers_us: line.headers_us.map(at),
