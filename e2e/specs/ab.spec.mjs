@@ -50,3 +50,34 @@ test('two targets run in turn, side by side, the faster named at every level', a
     slow.close();
   }
 });
+
+test('interleaved: every target at once at each level, each keeping the concurrency', async () => {
+  const slow = await startSim(['--decode-base-ms', '45', '--decode-per-seq-ms', '0']);
+  try {
+    const page = await suite.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const app = new AppPage(page);
+    await app.open(suite.site.url);
+    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 4, 'max-tokens': 16, warmup: 0 });
+    await app.byTestId('target-add').click();
+    const row = app.byTestId('target-row');
+    await row.getByTestId('base-url').fill(slow.baseUrl);
+    await row.getByTestId('model').fill('tokenmeter-sim');
+    await app.byTestId('ab-order').selectOption('requests');
+    await app.run();
+    await app.waitForStatus('done');
+    const document = await app.exportJson();
+    assert.equal(document.plan.ab_order, 'requests');
+    // One level each, both targets in flight together: B's requests overlap A's.
+    assert.equal(document.records.length, 8);
+    assert.equal(document.ab[0].records.length, 8);
+    const spans = (records, c) => records.filter((r) => r.concurrency === c).map((r) => [r.sent_us, r.end_us]);
+    const [a, b] = [spans(document.records, 2), spans(document.ab[0].records, 2)];
+    assert.ok(a.some(([s, e]) => b.some(([s2, e2]) => s2 < e && s < e2)), 'A and B were in flight at the same time');
+    const rows = await page.$$eval('[data-testid="ab-row"]', (rs) => rs.map((r) => r.dataset.better));
+    assert.deepEqual(rows, ['0', '0']);
+    assert.equal((await slow.truth()).requests.length, 8);
+    await page.close();
+  } finally {
+    slow.close();
+  }
+});

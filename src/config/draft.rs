@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     draft::{LoadKind, PlanDraft, PlanProblem, TargetDraft},
-    plan::{AuthStyle, Plan},
+    plan::{AbOrder, AuthStyle, Plan},
     stream::EndpointKind,
 };
 
@@ -76,6 +76,7 @@ pub struct DraftSignals {
     /// An A/B plan's other targets, a row each (keys included: the page's memory
     /// only, never the plan's).
     pub targets: RwSignal<Vec<TargetRow>>,
+    pub ab_order: RwSignal<AbOrder>,
     pub slo_ttft_ms: RwSignal<String>,
     pub slo_tpot_ms: RwSignal<String>,
     pub slo_error_pct: RwSignal<String>,
@@ -107,6 +108,7 @@ impl DraftSignals {
             search_max: RwSignal::default(),
             repeat: RwSignal::default(),
             targets: RwSignal::default(),
+            ab_order: RwSignal::default(),
             slo_ttft_ms: RwSignal::default(),
             slo_tpot_ms: RwSignal::default(),
             slo_error_pct: RwSignal::default(),
@@ -143,6 +145,7 @@ impl DraftSignals {
             targets: self
                 .targets
                 .with_untracked(|rows| rows.iter().map(TargetRow::draft).collect()),
+            ab_order: self.ab_order.get_untracked(),
             slo_ttft_ms: self.slo_ttft_ms.get_untracked(),
             slo_tpot_ms: self.slo_tpot_ms.get_untracked(),
             slo_error_pct: self.slo_error_pct.get_untracked(),
@@ -184,6 +187,7 @@ impl DraftSignals {
             search_max,
             repeat,
             targets,
+            ab_order,
             slo_ttft_ms,
             slo_tpot_ms,
             slo_error_pct,
@@ -212,6 +216,7 @@ impl DraftSignals {
         self.repeat.set(repeat);
         self.targets
             .set(targets.into_iter().map(TargetRow::new).collect());
+        self.ab_order.set(ab_order);
         self.slo_ttft_ms.set(slo_ttft_ms);
         self.slo_tpot_ms.set(slo_tpot_ms);
         self.slo_error_pct.set(slo_error_pct);

@@ -4,10 +4,26 @@
 //! A's key, and A's key never goes to another origin).
 
 use leptos::prelude::*;
-use tokenmeter_core::{draft::TargetDraft, plan::Plan, plan::MAX_TARGETS};
+use tokenmeter_core::{
+    draft::TargetDraft,
+    plan::{AbOrder, Plan, MAX_TARGETS},
+};
 
 use super::draft::{DraftSignals, TargetRow};
-use crate::widgets::Field;
+use crate::widgets::{Field, Select};
+
+const ORDERS: &[(AbOrder, &str, &str)] = &[
+    (
+        AbOrder::Levels,
+        "levels",
+        "each level for every target in turn (A1, B1, A2, B2, …)",
+    ),
+    (
+        AbOrder::Requests,
+        "requests",
+        "each level for all targets at once, requests interleaved",
+    ),
+];
 
 #[component]
 pub fn Targets(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
@@ -59,8 +75,11 @@ pub fn Targets(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
             >
                 "Add a target (A/B)"
             </button>
+            <Show when=move || rows.with(|r| !r.is_empty())>
+                <Select label="Order" testid="ab-order" value=draft.ab_order options=ORDERS disabled=running/>
+            </Show>
             <p class="field-note">
-                "The plan's endpoint is target A. Each level runs for every target in turn (A1, B1, A2, B2, …), so a change in the network hits them alike; results show them side by side."
+                "The plan's endpoint is target A. Each level runs for every target in turn (A1, B1, A2, B2, …), or for all at once with their requests interleaved, each keeping the level's concurrency: either way a change in the network hits them alike; results show them side by side."
             </p>
         </fieldset>
     }

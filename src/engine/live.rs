@@ -184,9 +184,9 @@ impl Shared {
     ) {
         match level_index {
             Some(index) => {
+                // (The lane that sent it set its target.)
                 if let Some(level) = self.progress.borrow().levels.get(index) {
                     record.repetition = level.repetition;
-                    record.target = level.target;
                 }
                 let failed = !record.is_ok();
                 self.live.borrow_mut()[index].add(&record);

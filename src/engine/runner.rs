@@ -9,7 +9,7 @@ use std::{rc::Rc, time::Duration};
 use tokenmeter_core::{
     condition::RunCondition,
     error::ErrorKind,
-    plan::{arrival_offsets_ms, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
+    plan::{arrival_offsets_ms, AbOrder, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
     search::{self, SloSearch},
@@ -104,13 +104,20 @@ fn levels(plan: &Plan) -> Vec<(u32, u32)> {
         LoadMode::Ladder {
             levels,
             requests_per_level,
-        } => (0..plan.repeat.max(1))
-            .flat_map(|_| {
-                levels
-                    .iter()
-                    .flat_map(|&c| std::iter::repeat_n((c, *requests_per_level), plan.n_targets()))
-            })
-            .collect(),
+        } => {
+            // Interleaved A/B: one level for all the targets, each sending its share.
+            let (per_level, n_planned) = match plan.ab_order {
+                AbOrder::Levels => (plan.n_targets(), *requests_per_level),
+                AbOrder::Requests => (1, requests_per_level * plan.n_targets() as u32),
+            };
+            (0..plan.repeat.max(1))
+                .flat_map(|_| {
+                    levels
+                        .iter()
+                        .flat_map(move |&c| std::iter::repeat_n((c, n_planned), per_level))
+                })
+                .collect()
+        }
         LoadMode::Arrivals { n_requests, .. } => vec![(0, *n_requests)],
         LoadMode::Duration { concurrency, .. } => vec![(*concurrency, 0)],
     }
@@ -141,11 +148,12 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         plan.warmup_requests,
         &levels,
     ));
+    let interleave = plan.ab_order == AbOrder::Requests && !plan.targets.is_empty();
     if let LoadMode::Ladder { levels: ladder, .. } = &plan.load {
-        let n_targets = plan.n_targets();
+        let per_level = if interleave { 1 } else { plan.n_targets() };
         for index in 0..levels.len() {
-            let pass = index / (ladder.len() * n_targets).max(1);
-            shared.set_origin(index, pass as u32, (index % n_targets) as u32);
+            let pass = index / (ladder.len() * per_level).max(1);
+            shared.set_origin(index, pass as u32, (index % per_level) as u32);
         }
     }
 
@@ -229,7 +237,9 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         shared.start_level(index);
         let level = Level {
             shared: &shared,
-            target: &targets[index % targets.len()],
+            targets: &targets,
+            target: if interleave { 0 } else { index % targets.len() },
+            interleave,
             cancel: &cancel,
             options,
             index,

@@ -22,7 +22,13 @@ use super::{
 /// What one level's scheduling needs.
 pub struct Level<'a> {
     pub shared: &'a Rc<Shared>,
-    pub target: &'a Target,
+    /// Every target of the plan (one unless it is an A/B plan).
+    pub targets: &'a [Target],
+    /// The target this level measures, when it measures one.
+    pub target: usize,
+    /// An A/B level that runs every target at once (`AbOrder::Requests`): each
+    /// keeps the level's concurrency, lanes taking the targets in turn.
+    pub interleave: bool,
     pub cancel: &'a CancelToken,
     pub options: RecordOptions,
     /// The level's index in the run.
@@ -30,15 +36,28 @@ pub struct Level<'a> {
 }
 
 impl Level<'_> {
-    /// `concurrency` lanes, each sending its next request when its previous one
-    /// ended, until `limit` requests were sent or `duration_ms` passed. Returns
+    /// `concurrency` lanes (per target, when interleaved), each sending its next
+    /// request when its previous one ended, until `limit` requests were sent (an
+    /// equal share per target, when interleaved) or `duration_ms` passed. Returns
     /// how many were sent.
     pub async fn closed_loop(&self, concurrency: u32, limit: u32, duration_ms: Option<f64>) -> u32 {
         let clock = &self.shared.clock;
-        let n_sent = Cell::new(0u32);
         let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
-        let n_sent = &n_sent;
-        let lanes = (0..concurrency).map(|lane| async move {
+        let n_targets = if self.interleave {
+            self.targets.len() as u32
+        } else {
+            1
+        };
+        // Sent so far, per target of this level (one counter unless interleaved).
+        let sent: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
+        let sent = &sent;
+        let limit = limit / n_targets;
+        let lanes = (0..concurrency * n_targets).map(|lane| async move {
+            let target = if self.interleave {
+                (lane % n_targets) as usize
+            } else {
+                self.target
+            };
             let mut first = true;
             loop {
                 if lane > 0 || !first {
@@ -49,6 +68,7 @@ impl Level<'_> {
                     gloo_timers::future::sleep(Duration::ZERO).await;
                 }
                 first = false;
+                let n_sent = &sent[(lane % n_targets) as usize];
                 if self.cancel.is_cancelled()
                     || n_sent.get() >= limit
                     || deadline_ms.is_some_and(|d| clock.now_ms() >= d)
@@ -65,13 +85,20 @@ impl Level<'_> {
                     wanted_us: now,
                     sent_us: now,
                 };
-                let (record, cost) =
-                    send(self.target, start, clock, self.cancel, self.options).await;
+                let (mut record, cost) = send(
+                    &self.targets[target],
+                    start,
+                    clock,
+                    self.cancel,
+                    self.options,
+                )
+                .await;
+                record.target = target as u32;
                 self.shared.record_done(Some(self.index), record, cost);
             }
         });
         join_all(lanes).await;
-        n_sent.get()
+        sent.iter().map(Cell::get).sum()
     }
 
     /// Requests that arrive at `offsets_ms` after now, whatever the server's speed.
@@ -108,7 +135,7 @@ impl Level<'_> {
             self.shared.level(self.index, |l| l.n_in_flight += 1);
             n_spawned += 1;
             let shared = self.shared.clone();
-            let target = self.target.clone();
+            let target = self.targets[self.target].clone();
             let cancel = self.cancel.clone();
             let options = self.options;
             let index = self.index;

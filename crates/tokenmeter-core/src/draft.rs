@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 
 use crate::{
     plan::{
-        is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AuthStyle,
-        LoadMode, Plan, PromptSpec, TargetSpec, MAX_REPEAT,
+        is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
+        AuthStyle, LoadMode, Plan, PromptSpec, TargetSpec, MAX_REPEAT,
     },
     stream::EndpointKind,
 };
@@ -69,6 +69,7 @@ pub struct PlanDraft {
     pub repeat: String,
     /// An A/B plan's other targets (B, C, …), as typed.
     pub targets: Vec<TargetDraft>,
+    pub ab_order: AbOrder,
     pub slo_ttft_ms: String,
     pub slo_tpot_ms: String,
     /// The most failed requests a level may have, percent; empty for no limit.
@@ -161,6 +162,7 @@ impl Default for PlanDraft {
             search_max: "64".into(),
             repeat: "1".into(),
             targets: Vec::new(),
+            ab_order: AbOrder::Levels,
             slo_ttft_ms: String::new(),
             slo_tpot_ms: String::new(),
             slo_error_pct: String::new(),
@@ -252,6 +254,7 @@ impl PlanDraft {
         self.slo_tpot_ms = optional(plan.slo.tpot_p95_ms);
         self.slo_error_pct = optional(plan.slo.error_rate_pct);
         self.repeat = plan.repeat.to_string();
+        self.ab_order = plan.ab_order;
         self.targets = plan
             .targets
             .iter()
@@ -356,6 +359,7 @@ impl PlanDraft {
                 }
             })
             .collect();
+        plan.ab_order = self.ab_order;
         // Only a ladder repeats: the other modes leave the field as it was.
         plan.repeat = match (self.load, whole(&self.repeat)) {
             (LoadKind::Ladder, Some(n)) if (1..=MAX_REPEAT).contains(&n) => n,
@@ -614,8 +618,10 @@ mod tests {
                 .into_iter()
                 .collect(),
         }];
+        plan.ab_order = AbOrder::Requests;
         let mut draft = PlanDraft::from_plan(&plan);
         assert_eq!(draft.targets[0].model, "qwen3-8b");
+        assert_eq!(draft.ab_order, AbOrder::Requests);
         assert_eq!(
             draft.to_plan(&plan),
             Ok(plan.clone()),

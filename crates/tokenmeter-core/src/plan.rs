@@ -132,6 +132,24 @@ pub struct TargetSpec {
     pub extra_body: Map<String, Value>,
 }
 
+/// How an A/B plan shares each level between its targets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbOrder {
+    /// Each level runs for every target in turn: A1, B1, A2, B2, …
+    #[default]
+    Levels,
+    /// Each level runs every target at once, their requests interleaved: each
+    /// target keeps the level's concurrency and sends the level's requests.
+    Requests,
+}
+
+impl AbOrder {
+    fn is_levels(&self) -> bool {
+        *self == AbOrder::Levels
+    }
+}
+
 /// How the key is sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,6 +196,9 @@ pub struct Plan {
     /// target in turn (A1, B1, A2, B2, …), so drift in the network hits them alike.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSpec>,
+    /// How an A/B plan shares a level between its targets.
+    #[serde(default, skip_serializing_if = "AbOrder::is_levels")]
+    pub ab_order: AbOrder,
     /// Requests sent before the first level and left out of every figure: they pay
     /// for connection set-up and the CORS preflight.
     #[serde(default)]
@@ -290,6 +311,7 @@ impl Plan {
             },
             repeat: 1,
             targets: Vec::new(),
+            ab_order: AbOrder::Levels,
             warmup_requests: 1,
             timeout_s: 60.0,
             slo: Slo {
@@ -786,6 +808,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
         },
         repeat: 1,
         targets: Vec::new(),
+        ab_order: AbOrder::Levels,
         warmup_requests: 0,
         timeout_s: config.timeout,
         slo: Slo::default(),
