@@ -254,6 +254,15 @@ mod tests {
         let close = ab_run(21);
         assert!(rows(&close).iter().all(|r| r.better.is_none()));
         assert!(said(&close, Lang::En)[0].starts_with("at concurrency 1, a tie"));
+        // The reports carry it too.
+        let html = doc.html(Lang::En);
+        assert!(
+            html.contains("data-testid=\"ab-table\"")
+                && html.contains("A · tokenmeter-sim is faster")
+        );
+        assert!(html.contains("data-testid=\"ab-chart\""));
+        let markdown = doc.markdown(Lang::En);
+        assert!(markdown.contains("## A/B") && markdown.contains("Target B · slow-model"));
         // One target: nothing side by side.
         let mut single = close.clone();
         single.ab.clear();

@@ -131,6 +131,7 @@ impl RunDocument {
             }
             out.push_str("</ul>");
         }
+        self.html_ab(&mut out, lang);
         self.html_errors(&mut out, lang);
         let plan = serde_json::to_string_pretty(&self.plan).expect("a plan always serialises");
         let _ = writeln!(
@@ -223,6 +224,70 @@ impl RunDocument {
                 let _ = write!(out, "<td>{}</td>", escape(&cell));
             }
             out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table></div>");
+    }
+
+    /// An A/B run's targets side by side: in words, over each other, per level.
+    fn html_ab(&self, out: &mut String, lang: Lang) {
+        if self.ab.is_empty() {
+            return;
+        }
+        let _ = write!(
+            out,
+            "<h2>{}</h2><ul data-testid=\"ab-said\">",
+            say(lang, "A/B: the targets side by side", "A/B：目标并排对比")
+        );
+        for line in crate::ab::said(self, lang) {
+            let _ = write!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>");
+        if let Some(svg) = chart::ab(self, lang) {
+            let _ = write!(out, "<figure>{svg}</figure>");
+        }
+        let n_targets = self.ab.len() + 1;
+        let _ = write!(
+            out,
+            "<div class=\"table\"><table data-testid=\"ab-table\"><thead><tr><th>{}</th>",
+            say(lang, "concurrency", "并发")
+        );
+        for i in 0..n_targets {
+            let name = escape(&crate::ab::target_name(self, i));
+            let _ = write!(
+                out,
+                "<th>{name}: TTFT p95 ms</th><th>{name}: TPOT p50 ms</th><th>{name}: tok/s</th>"
+            );
+        }
+        let _ = write!(
+            out,
+            "<th>{}</th></tr></thead><tbody>",
+            say(lang, "better", "更快")
+        );
+        for row in crate::ab::rows(self) {
+            let _ = write!(
+                out,
+                "<tr data-concurrency=\"{}\"><td>{}</td>",
+                row.concurrency, row.concurrency
+            );
+            for target in &row.targets {
+                match target {
+                    Some(t) => {
+                        let _ = write!(
+                            out,
+                            "<td>{}</td><td>{}</td><td>{:.1}</td>",
+                            ms(t.ttft_p95_ms),
+                            ms(t.tpot_p50_ms),
+                            t.output_tps
+                        );
+                    }
+                    None => out.push_str("<td>–</td><td>–</td><td>–</td>"),
+                }
+            }
+            let better = match row.better {
+                Some(i) => format!("{} +{:.0}%", crate::ab::target_name(self, i), row.lead_pct),
+                None => say(lang, "tie", "持平").to_owned(),
+            };
+            let _ = write!(out, "<td>{}</td></tr>", escape(&better));
         }
         out.push_str("</tbody></table></div>");
     }

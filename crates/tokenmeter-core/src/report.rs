@@ -476,6 +476,22 @@ impl RunDocument {
                 let _ = writeln!(out, "- **{}** ×{n}: {}", kind.title(lang), kind.hint(lang));
             }
         }
+        // An A/B run: the targets side by side, then each other target's report.
+        if !self.ab.is_empty() {
+            let _ = writeln!(out, "## {}\n", if zh { "A/B 对比" } else { "A/B" });
+            for line in crate::ab::said(self, lang) {
+                let _ = writeln!(out, "- {line}");
+            }
+            for (i, other) in self.ab.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "\n---\n\n{} {}\n",
+                    if zh { "目标" } else { "Target" },
+                    crate::ab::target_name(self, i + 1)
+                );
+                out.push_str(&other.markdown(lang));
+            }
+        }
         out
     }
 }
