@@ -8,6 +8,7 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, LivePoint},
     error::Lang,
+    plan::Plan,
 };
 
 use super::level_name;
@@ -147,11 +148,19 @@ fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
             data-testid="live-row"
             data-concurrency=move || level.with(|l| l.concurrency)
             data-repetition=move || level.with(|l| l.repetition)
+            data-target=move || level.with(|l| l.target)
             data-state=state
         >
-            <td>{cell(|l| match l.repetition {
-                0 => level_name(Some(l.concurrency)),
-                pass => format!("{} · pass {}", level_name(Some(l.concurrency)), pass + 1),
+            <td>{cell(|l| {
+                let mut name = level_name(Some(l.concurrency));
+                if l.target > 0 {
+                    // An A/B plan's other target (A is the plan's own).
+                    name.push_str(&format!(" · {}", Plan::target_label(l.target as usize)));
+                }
+                if l.repetition > 0 {
+                    name.push_str(&format!(" · pass {}", l.repetition + 1));
+                }
+                name
             })}</td>
             <td>{state}</td>
             <td>{cell(|l| if l.n_planned > 0 { format!("{}/{}", l.n_done, l.n_planned) } else { l.n_done.to_string() })}</td>

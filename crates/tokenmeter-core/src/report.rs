@@ -1195,6 +1195,13 @@ mod tests {
         // Records keep their pass; a document without passes writes no field.
         assert!(doc.to_json().contains("\"repetition\": 2"));
         assert!(!document().to_json().contains("repetition"));
+        // A ladder run once says nothing of noise.
+        assert!(!document().verdict.explanation_en.contains("passes"));
+        assert!(!document()
+            .verdict
+            .sentences
+            .iter()
+            .any(|s| matches!(s, crate::verdict::Sentence::Noise { .. })));
         assert!(document().levels.iter().all(|l| l.repetitions.is_empty()));
     }
 
