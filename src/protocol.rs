@@ -10,8 +10,12 @@ use tokenmeter_core::{
 };
 
 /// Page → worker.
+///
+/// Externally tagged (serde's default) on purpose: an internally tagged enum is
+/// read through serde's buffering deserializer, which instantiates every type the
+/// messages carry a second time and cost the page's WebAssembly tens of kilobytes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ToWorker {
     Start {
         run_id: String,
@@ -30,9 +34,9 @@ pub enum ToWorker {
     Visibility { hidden: bool },
 }
 
-/// Worker → page.
+/// Worker → page. Externally tagged, as [`ToWorker`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FromWorker {
     /// The worker has started and listens.
     Ready,

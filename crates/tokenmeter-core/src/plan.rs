@@ -768,7 +768,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
         return Err("expected a JSON object like the article's config.json".into());
     };
     if map.contains_key("schema") {
-        let mut plan: Plan = serde_json::from_value(value.clone())
+        let mut plan: Plan = serde_json::from_str(json)
             .map_err(|err| format!("this tokenmeter plan is not valid: {err}"))?;
         if plan.schema > PLAN_SCHEMA {
             return Err(format!(
@@ -784,7 +784,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
             notes,
         });
     }
-    let config: ArticleConfig = serde_json::from_value(value)
+    let config: ArticleConfig = serde_json::from_str(json)
         .map_err(|err| format!("this is not the article's config.json format: {err}"))?;
     let (base_url, notes) = normalize_base_url(&config.base_url)?;
     let mut levels = config.concurrency_levels.clone();

@@ -338,11 +338,19 @@ impl RunDocument {
 
     /// Reads a document written by this or an earlier version.
     pub fn from_json(json: &str) -> Result<RunDocument, String> {
-        let value: serde_json::Value =
+        // Only the schema field first (the rest skipped unparsed), then the whole
+        // document from the text: reading it through a `serde_json::Value` would
+        // instantiate every type's deserializer a second time in the page's wasm.
+        #[derive(Deserialize)]
+        struct SchemaOnly {
+            #[serde(default)]
+            schema: Option<serde_json::Value>,
+        }
+        let probe: SchemaOnly =
             serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
-        let schema = value.get("schema").and_then(serde_json::Value::as_u64);
+        let schema = probe.schema.as_ref().and_then(serde_json::Value::as_u64);
         match schema {
-            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_value(value)
+            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_str(json)
                 .map_err(|err| format!("this run document is damaged: {err}")),
             Some(s) => Err(format!(
                 "this run was saved by a newer tokenmeter (schema {s}); this one reads up to {RUN_SCHEMA}"

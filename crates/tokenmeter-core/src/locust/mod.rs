@@ -270,7 +270,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
         let damaged = |err: serde_json::Error| format!("line {number} is damaged: {err}");
         match value.get("kind").and_then(Value::as_str) {
             Some("run") => {
-                let line: RunLine = serde_json::from_value(value).map_err(damaged)?;
+                let line: RunLine = serde_json::from_str(raw).map_err(damaged)?;
                 match &run {
                     Some(first) if first.started_wall_us != line.started_wall_us => {
                         return Err("these records come from more than one Locust run: import one run's file at a time".into())
@@ -285,7 +285,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
                 }
             }
             Some("request") => {
-                let line: Line = serde_json::from_value(value).map_err(damaged)?;
+                let line: Line = serde_json::from_str(raw).map_err(damaged)?;
                 if line.token_times_us.len() as u64 != line.n_token_events {
                     return Err(format!(
                         "line {number} is damaged: {} token times for {} token events",
