@@ -1,5 +1,5 @@
 //! tokenmeter's page and engine: a Leptos (CSR) app compiled to WebAssembly, and
-//! the engine that the worker binary (`src/bin/worker.rs`) runs.
+//! the engine that the same module runs in a Web Worker ([`engine::host`]).
 //!
 //! The page presents; it never measures. Sending and timing requests belongs to the
 //! engine, in a Web Worker, so rendering can never delay a timestamp, and every

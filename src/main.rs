@@ -1,6 +1,13 @@
-//! The page's entry point: install the panic hook and mount the app.
+//! The entry point of both threads: the page and the engine worker run this one
+//! module (see `engine::host`). On the page, mount the app; in the worker, listen.
+
+use wasm_bindgen::JsCast;
 
 fn main() {
     console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(tokenmeter::App);
+    if js_sys::global().is_instance_of::<web_sys::Window>() {
+        leptos::mount::mount_to_body(tokenmeter::App);
+    } else {
+        tokenmeter::engine::host::listen();
+    }
 }

@@ -1,6 +1,8 @@
-//! The page's side of the engine worker: its life cycle as a type. A worker is
-//! *loading* (messages queue until it says `Ready`, since a classic worker drops
-//! what arrives before its wasm has set `onmessage`), *ready*, or *broken* (it
+//! The page's side of the engine worker: its life cycle as a type. The worker runs
+//! the page's own WebAssembly module (see `engine::host`): it is started from
+//! `engine-worker.js` and sent the compiled module and the URL of the bindings. A
+//! worker is *loading* (messages queue until it says `Ready`, since the worker
+//! drops what arrives before its wasm has set `onmessage`), *ready*, or *broken* (it
 //! failed to load, or said something unreadable). A broken worker is terminated at
 //! once, and the next message starts a fresh one, so one failure never leaves the
 //! page waiting forever.
@@ -13,8 +15,38 @@ use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::protocol::{FromWorker, ToWorker};
 
-/// Where Trunk puts the worker's loader, relative to the page (so a sub-path works).
-const WORKER_URL: &str = "./worker_loader.js";
+/// Where Trunk copies the worker's loader, relative to the page (so a sub-path works).
+const WORKER_URL: &str = "./engine-worker.js";
+
+/// The URL of the page's wasm-bindgen bindings, which the worker imports to
+/// instantiate the module: Trunk names them (with a hash) in the page's one
+/// `<link rel="modulepreload">`.
+fn bindings_url() -> Result<String, String> {
+    leptos::prelude::document()
+        .query_selector("link[rel=modulepreload]")
+        .ok()
+        .flatten()
+        .and_then(|link| js_sys::Reflect::get(&link, &"href".into()).ok())
+        .and_then(|href| href.as_string())
+        .filter(|href| !href.is_empty())
+        .ok_or_else(|| {
+            "the engine worker cannot start: index.html names no bindings (<link rel=\"modulepreload\">); build the page with Trunk (`cargo xtask build`)".to_owned()
+        })
+}
+
+/// What the loader needs: this module, compiled already, and its bindings.
+fn bootstrap() -> Result<JsValue, String> {
+    let message = js_sys::Object::new();
+    let bindings = bindings_url()?;
+    for (key, value) in [
+        ("bindings", JsValue::from_str(&bindings)),
+        ("module", wasm_bindgen::module()),
+    ] {
+        js_sys::Reflect::set(&message, &key.into(), &value)
+            .map_err(|err| format!("the engine worker cannot start: {err:?}"))?;
+    }
+    Ok(message.into())
+}
 
 /// Messages travel as JSON strings: one copy across threads, however large the
 /// run document (a JS object tree would cost one allocation per field).
@@ -107,10 +139,14 @@ impl EngineWorker {
     fn start(&self) -> Result<Started, String> {
         let generation = self.n_started.get_value() + 1;
         self.n_started.set_value(generation);
-        // Trunk's loader uses importScripts: a classic worker, not a module one.
+        let bootstrap = bootstrap()?;
+        // A module worker: the loader imports the bindings, an ES module.
         let options = WorkerOptions::new();
-        options.set_type(WorkerType::Classic);
+        options.set_type(WorkerType::Module);
         let worker = Worker::new_with_options(WORKER_URL, &options)
+            .map_err(|err| format!("the engine worker could not start: {err:?}"))?;
+        worker
+            .post_message(&bootstrap)
             .map_err(|err| format!("the engine worker could not start: {err:?}"))?;
         let handle = *self;
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
@@ -135,7 +171,8 @@ impl EngineWorker {
                 .and_then(|m| m.as_string())
                 .unwrap_or_default();
             handle.broke(if loading {
-                format!("the engine worker failed to load ({WORKER_URL}); see the browser console")
+                let why = if message.is_empty() { String::new() } else { format!(": {message}") };
+                format!("the engine worker failed to load ({WORKER_URL}{why}); see the browser console")
             } else {
                 format!("the engine worker stopped with an error ({message}); the next Run starts a new one")
             });
@@ -150,7 +187,7 @@ impl EngineWorker {
             });
             if stuck == Some(true) {
                 handle.broke(format!(
-                    "the engine worker did not start within {} s: worker_loader.js loaded, but worker.js or worker_bg.wasm did not (missing, or a stale cached copy: reload the page, and make sure the host serves them)",
+                    "the engine worker did not start within {} s: engine-worker.js did not start the engine (a stale cached copy, or a host that does not serve it: reload the page, and make sure the host serves engine-worker.js beside index.html)",
                     READY_WITHIN.as_secs()
                 ));
             }

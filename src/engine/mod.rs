@@ -1,8 +1,9 @@
 //! The engine: sends requests and times them. It runs in the worker (see
-//! `src/bin/worker.rs`), never on the page's thread, so rendering can never delay a
+//! [`host`]), never on the page's thread, so rendering can never delay a
 //! timestamp. It measures nothing itself: bytes and timestamps go to
 //! `tokenmeter-core`.
 //!
+//! - [`host`]: the worker's entry, reading the page's messages;
 //! - [`clock`]: `performance.now()` on the run's origin, in µs;
 //! - [`request`]: one request, `fetch` to the last byte, into a `RequestRecord`;
 //! - [`cancel`]: aborting every request in flight at once;
@@ -15,6 +16,7 @@
 pub mod cancel;
 pub mod clock;
 pub mod conditions;
+pub mod host;
 pub mod live;
 pub mod request;
 pub mod runner;

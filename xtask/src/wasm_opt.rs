@@ -62,7 +62,7 @@ pub fn apply(dist: &Path) -> Result<()> {
 }
 
 /// `html` with the `integrity` of the tag that loads `./name` set to `sha384-digest`
-/// (unchanged when no tag carries one: the worker's files have none).
+/// (unchanged when no tag carries one).
 fn with_integrity(html: &str, name: &str, digest: &str) -> Result<String> {
     let Some(at) = html.find(&format!("href=\"./{name}\"")) else {
         return Ok(html.to_owned());
@@ -111,6 +111,6 @@ mod tests {
             out,
             r#"<link rel="modulepreload" href="./app.js" integrity="sha384-js"><link rel="preload" href="./app_bg.wasm" crossorigin="anonymous" integrity="sha384-new" as="fetch">"#
         );
-        assert_eq!(with_integrity(html, "worker_bg.wasm", "x").unwrap(), html);
+        assert_eq!(with_integrity(html, "other_bg.wasm", "x").unwrap(), html);
     }
 }

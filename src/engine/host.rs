@@ -1,22 +1,26 @@
-//! The engine worker: a second wasm binary that Trunk builds as a Web Worker
-//! (`data-type="worker"` in `index.html`). It receives the plan and the key from the
-//! page, runs the load test off the UI thread, and posts progress and the document.
+//! The engine's side of the worker. The page and the engine are one WebAssembly
+//! module: the page starts a module worker (`engine-worker.js`) and posts it the
+//! module it compiled and the URL of its bindings; the worker instantiates them, and
+//! `main` (which sees no window) calls [`listen`]. One module instead of two saves
+//! the second copy of what both use (the standard library, serde, the core) in the
+//! download, and the worker compiles nothing.
+//!
+//! [`listen`] reads `ToWorker`, runs the plan off the UI thread, and posts progress
+//! and the document as `FromWorker`.
 
 use std::{cell::RefCell, rc::Rc};
 
-use tokenmeter::{
-    engine::{
-        cancel::CancelToken,
-        conditions::Visibility,
-        runner::{run, RunInput},
-    },
-    protocol::{FromWorker, ToWorker},
+use super::{
+    cancel::CancelToken,
+    conditions::Visibility,
+    runner::{run, RunInput},
 };
+use crate::protocol::{FromWorker, ToWorker};
 use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-fn main() {
-    console_error_panic_hook::set_once();
+/// Listens for the page's messages in this worker, and says `Ready`.
+pub fn listen() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let post: Rc<dyn Fn(FromWorker)> = Rc::new({
         let scope = scope.clone();
