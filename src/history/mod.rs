@@ -140,8 +140,9 @@ impl History {
 
     /// Stored runs join the list after the ones kept meanwhile, newest first; those
     /// beyond [`MAX_RUNS`] leave storage.
-    async fn add_stored(&self, mut rows: Vec<store::StoredRun>, store: &RunStore) {
-        rows.sort_by(|a, b| b.kept_at.total_cmp(&a.kept_at));
+    async fn add_stored(&self, rows: Vec<store::StoredRun>, store: &RunStore) {
+        let keys: Vec<f64> = rows.iter().map(|r| -r.kept_at).collect();
+        let rows = tokenmeter_core::stats::reorder(rows, &tokenmeter_core::stats::order_by(&keys));
         let stored: Vec<Arc<RunDocument>> = rows
             .iter()
             .filter_map(|row| RunDocument::from_json(&row.json).ok())

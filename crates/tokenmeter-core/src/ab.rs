@@ -78,12 +78,13 @@ pub fn rows(document: &RunDocument) -> Vec<AbRow> {
                 .filter_map(|s| s.spread_pct(|p| Some(p.output_tps)))
                 .fold(0.0, f64::max);
             let threshold_pct = TIE_PCT.max(noise);
-            let mut ranked: Vec<(usize, f64)> = summaries
+            let ranked: Vec<(usize, f64)> = summaries
                 .iter()
                 .enumerate()
                 .filter_map(|(i, s)| s.filter(|s| s.n_ok > 0).map(|s| (i, s.output_tps)))
                 .collect();
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let keys: Vec<f64> = ranked.iter().map(|r| -r.1).collect();
+            let ranked = crate::stats::reorder(ranked, &crate::stats::order_by(&keys));
             let lead_pct = match ranked.as_slice() {
                 [(_, best), (_, next), ..] if *next > 0.0 => (best / next - 1.0) * 100.0,
                 _ => 0.0,

@@ -34,7 +34,7 @@ fn changes(
     figure: fn(&Summary) -> Option<f64>,
     pass_figure: fn(&PassFigures) -> Option<f64>,
 ) -> Vec<Change> {
-    let mut changes: Vec<Change> = now
+    let changes: Vec<Change> = now
         .levels
         .iter()
         .filter_map(|level| {
@@ -58,8 +58,8 @@ fn changes(
                 .then_some(change)
         })
         .collect();
-    changes.sort_by(|a, b| b.share().abs().total_cmp(&a.share().abs()));
-    changes
+    let keys: Vec<f64> = changes.iter().map(|c| -c.share().abs()).collect();
+    crate::stats::reorder(changes, &crate::stats::order_by(&keys))
 }
 
 fn moved(

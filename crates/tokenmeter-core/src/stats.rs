@@ -50,7 +50,7 @@ impl Distribution {
         if sorted.is_empty() {
             return None;
         }
-        sorted.sort_by(f64::total_cmp);
+        sorted.sort_unstable_by(f64::total_cmp);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
@@ -87,6 +87,22 @@ impl Distribution {
 /// The same percentile as [`percentile_sorted`] from samples in any order, which it
 /// reorders: O(n) selection instead of a sort, for figures asked for again and again
 /// while a level runs.
+/// The positions of `keys` in ascending order, equal keys in their given order (as a
+/// stable sort). The page sorts many small lists by a float; each `sort_by` closure
+/// would add its own copy of the standard library's sort to the wasm, and this one
+/// copy serves them all. Descending: pass the keys negated.
+pub fn order_by(keys: &[f64]) -> Vec<usize> {
+    let mut keyed: Vec<(f64, usize)> = keys.iter().copied().zip(0..).collect();
+    keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// `items` in the order [`order_by`] gave.
+pub fn reorder<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order.iter().filter_map(|&i| slots[i].take()).collect()
+}
+
 pub fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
     if samples.is_empty() {
         return None;
@@ -112,6 +128,22 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn order_by_sorts_like_a_stable_sort() {
+        let keys = [3.0, 1.0, 2.0, 1.0, f64::INFINITY, -0.5];
+        assert_eq!(order_by(&keys), vec![5, 1, 3, 2, 0, 4]);
+        // Descending, equal keys still in their given order.
+        let negated: Vec<f64> = keys.iter().map(|k| -k).collect();
+        assert_eq!(order_by(&negated), vec![4, 0, 2, 1, 3, 5]);
+        let items = vec!["a", "b", "c", "d", "e", "f"];
+        assert_eq!(
+            reorder(items, &order_by(&keys)),
+            ["f", "b", "d", "c", "a", "e"]
+        );
+        assert!(order_by(&[]).is_empty());
+    }
+
     #[test]
     fn a_missing_figure_travels_as_null_and_comes_back_as_nan() {
         let mut d = Distribution::of(&[1.0, 2.0, 3.0]).unwrap();

@@ -49,7 +49,7 @@ fn per_level(
         }
         samples.retain(|v| v.is_finite());
         if !samples.is_empty() {
-            samples.sort_by(f64::total_cmp);
+            samples.sort_unstable_by(f64::total_cmp);
             levels.push((concurrency, samples));
         }
     }

@@ -700,7 +700,8 @@ fn overlay(
     if ticks.is_empty() {
         return None;
     }
-    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let keys: Vec<f64> = ticks.iter().map(|t| t.0).collect();
+    let ticks = crate::stats::reorder(ticks, &crate::stats::order_by(&keys));
     let ttft = |levels: &[Level<'_>], key, label: &str, class| {
         series(levels, key, format!("TTFT p95 · {label}"), class, |s| {
             p95(s.ttft_ms)

@@ -55,7 +55,7 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
     if requests.is_empty() {
         return None;
     }
-    requests.sort_by_key(|r| (r.wanted_us, r.id));
+    requests.sort_unstable_by_key(|r| (r.wanted_us, r.id));
     let n_all = requests.len();
     requests.truncate(MAX_BARS);
     let origin = requests[0].wanted_us;

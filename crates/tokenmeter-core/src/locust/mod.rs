@@ -311,10 +311,11 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
     // One time line: the run's start on the master's wall clock is zero; each
     // worker's monotonic times move by where its own zero was on its wall clock.
     let origin = run.started_wall_us;
-    lines.sort_by_key(|(_, l)| {
+    lines.sort_unstable_by_key(|(number, l)| {
         (
             l.anchor_wall_us.saturating_add(l.sent_us as i64),
             l.worker.clone(),
+            *number,
         )
     });
     let hosts: BTreeSet<String> = lines

@@ -255,7 +255,7 @@ fn noise_sentence(summaries: &[Summary]) -> Option<Sentence> {
 /// Analyses level points (sorted here by concurrency).
 pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let mut points = points.to_vec();
-    points.sort_by_key(|p| p.concurrency);
+    points.sort_unstable_by_key(|p| p.concurrency);
 
     let levels: Vec<LevelVerdict> = points
         .iter()
