@@ -239,3 +239,45 @@ test('a vLLM bench serve result imports into history and compares with a run', a
   await app.screenshot(screenshotPath('history-vllm-compare.png'));
   await context.close();
 });
+
+test('a run is compared with several kept runs at once, each in its colour', async () => {
+  const context = await suite.browser.newContext({ viewport: { width: 1600, height: 1200 } });
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  // Three runs with longer and longer answers, then the newest against the two before.
+  for (const maxTokens of [8, 16, 24]) {
+    await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1,2', 'requests-per-level': 2, 'max-tokens': maxTokens, warmup: 0 });
+    await app.run();
+    await app.waitForStatus('done');
+    await page.waitForTimeout(5); // distinct run ids
+  }
+  const [, middle, oldest] = await historyIds(page);
+  const compare = (id) => page.locator(`[data-testid="history-row"][data-run-id="${id}"] [data-testid="history-compare"]`);
+  await compare(oldest).click();
+  await compare(middle).click();
+  assert.equal(await compare(oldest).textContent(), 'Baseline ✓');
+  assert.equal(await compare(middle).textContent(), 'Compared ✓');
+  await app.byTestId('comparison').waitFor();
+  assert.equal(await app.byTestId('comparison').getAttribute('data-baseline'), oldest);
+  const pointsOf = (series) =>
+    page
+      .locator(`[data-testid="compare-chart"] [data-testid="chart-point"][data-series="${series}"]`)
+      .evaluateAll((ps) => ps.map((p) => Number(p.dataset.concurrency)));
+  for (const series of ['ttft_p95_now', 'ttft_p95_baseline', 'ttft_p95_baseline2', 'output_tps_baseline2']) {
+    assert.deepEqual(await pointsOf(series), [1, 2], series);
+  }
+  // The second kept run's differences are said apart, under its name.
+  const other = app.byTestId('compare-said-other');
+  assert.equal(await other.getAttribute('data-baseline'), middle);
+  assert.match(await other.textContent(), /Against \d{4}-\d\d-\d\d \d\d:\d\d/);
+  assert.ok((await other.locator('li').count()) >= 1);
+  await app.screenshot(screenshotPath('history-compare-three.png'));
+  // Without the baseline, the other kept run becomes it.
+  await compare(oldest).click();
+  await page.waitForFunction((id) => document.querySelector('[data-testid="comparison"]')?.dataset.baseline === id, middle);
+  assert.equal(await compare(middle).textContent(), 'Baseline ✓');
+  assert.deepEqual(await pointsOf('ttft_p95_baseline2'), []);
+  assert.equal(await app.byTestId('compare-said-other').count(), 0);
+  await context.close();
+});

@@ -1,6 +1,9 @@
-//! A run against the baseline from history: what changed, in words; p95 TTFT and
-//! output tokens/s of both drawn over each other; and level by level, TTFT p50/p95,
-//! TPOT p50 and output tokens/s, each with its change in percent.
+//! A run against kept runs from history (the first chosen is the baseline): what
+//! changed, in words, against each; p95 TTFT and output tokens/s of all drawn over
+//! each other; and level by level against the baseline, TTFT p50/p95, TPOT p50 and
+//! output tokens/s, each with its change in percent.
+
+use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
@@ -41,11 +44,32 @@ fn compare_row(now: &Summary, then: Option<&Summary>) -> impl IntoView {
     }
 }
 
-/// This run against a baseline from history.
-pub fn comparison(now: &RunDocument, then: &RunDocument, lang: Lang) -> impl IntoView {
+/// This run against kept runs from history, the baseline first (at least one).
+pub fn comparison(now: &RunDocument, kept: &[Arc<RunDocument>], lang: Lang) -> impl IntoView {
+    let then = &kept[0];
     let said = differences(now, then, lang);
-    let overlay = chart::compare(now, then, lang);
+    let drawn: Vec<&RunDocument> = kept.iter().map(|k| k.as_ref()).collect();
+    let overlay = chart::compare(now, &drawn, lang);
     let title = format!("Compared with {} ({})", then.started_at, then.plan.model);
+    // The other kept runs: what changed against each, in words.
+    let others = kept
+        .iter()
+        .enumerate()
+        .skip(1)
+        .take(chart::MAX_COMPARED - 1)
+        .map(|(rank, other)| {
+            let name = chart::compared_name(other, rank, lang);
+            let heading = if lang == Lang::Zh { format!("与 {name} 相比") } else { format!("Against {name}") };
+            view! {
+                <div class="compare-other" data-testid="compare-said-other" data-baseline=other.run_id.clone()>
+                    <h4>{heading}</h4>
+                    <ul class="compare-said">
+                        {differences(now, other, lang).into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
+                    </ul>
+                </div>
+            }
+        })
+        .collect_view();
     let rows = now
         .levels
         .iter()
@@ -63,6 +87,7 @@ pub fn comparison(now: &RunDocument, then: &RunDocument, lang: Lang) -> impl Int
             <ul class="compare-said" data-testid="compare-said">
                 {said.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
             </ul>
+            {others}
             {overlay.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })}
             <div class="table-scroll">
             <table class="grid">

@@ -1,11 +1,12 @@
 //! Run history: every finished or cancelled run is kept in this browser, so the
 //! next run can be compared with it; exported documents import back.
 //!
-//! - this module: [`History`], the kept runs and the baseline (a run id), and
-//!   the order in which they are written;
+//! - this module: [`History`], the kept runs and those the shown run is compared
+//!   with (run ids, the baseline first), and the order in which they are written;
 //! - [`store`]: IndexedDB, one record per run;
 //! - [`panel`]: the list, with view, compare, delete and import;
-//! - [`compare`]: a run against the baseline, level by level.
+//! - [`compare`]: a run against the kept runs, in words, in one chart, and level
+//!   by level against the baseline.
 //!
 //! Runs are stored as run documents without the per-token arrival times and answer
 //! texts (the figures, the verdict and every request's timeline stay); a run still
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use leptos::prelude::*;
-use tokenmeter_core::report::RunDocument;
+use tokenmeter_core::{chart::MAX_COMPARED, report::RunDocument};
 
 pub use compare::comparison;
 pub use panel::HistoryPanel;
@@ -48,8 +49,9 @@ enum Write {
 #[derive(Clone, Copy)]
 pub struct History {
     pub runs: RwSignal<Vec<Arc<RunDocument>>>,
-    /// The run id of the baseline, when one is chosen.
-    pub baseline: RwSignal<Option<String>>,
+    /// The run ids of the kept runs the shown run is compared with, in the order
+    /// chosen: the first is the baseline. At most `chart::MAX_COMPARED`.
+    pub compared: RwSignal<Vec<String>>,
     /// What storage could not do, for the panel.
     pub storage_note: RwSignal<Option<String>>,
     /// True once the stored runs were read (or could not be).
@@ -64,7 +66,7 @@ impl History {
         let (writes, pending) = mpsc::unbounded();
         let history = History {
             runs: RwSignal::new(Vec::new()),
-            baseline: RwSignal::new(None),
+            compared: RwSignal::new(Vec::new()),
             storage_note: RwSignal::new(None),
             loaded: RwSignal::new(false),
             writes: StoredValue::new(writes),
@@ -191,12 +193,12 @@ impl History {
         }
     }
 
-    /// Removes a run (and the baseline, if it was the one) from the list and storage.
+    /// Removes a run (and stops comparing with it) from the list and storage.
     pub fn remove(&self, run_id: &str) {
         self.runs.update(|runs| runs.retain(|r| r.run_id != run_id));
         self.write(Write::Delete(vec![run_id.to_owned()]));
-        if self.is_baseline(run_id) {
-            self.baseline.set(None);
+        if self.compared_rank(run_id).is_some() {
+            self.compared.update(|ids| ids.retain(|id| id != run_id));
         }
     }
 
@@ -206,25 +208,35 @@ impl History {
         });
     }
 
-    /// Makes a run the baseline, or stops comparing with it if it was.
-    pub fn toggle_baseline(&self, run_id: &str) {
-        self.baseline.update(|baseline| {
-            *baseline = if baseline.as_deref() == Some(run_id) {
-                None
+    /// Compares the shown run with a kept one, or stops comparing with it. The
+    /// first chosen is the baseline; when `MAX_COMPARED` are chosen, a new one
+    /// takes the place of the last.
+    pub fn toggle_compared(&self, run_id: &str) {
+        self.compared.update(|ids| {
+            if let Some(at) = ids.iter().position(|id| id == run_id) {
+                ids.remove(at);
             } else {
-                Some(run_id.to_owned())
-            };
+                if ids.len() >= MAX_COMPARED {
+                    ids.pop();
+                }
+                ids.push(run_id.to_owned());
+            }
         });
     }
 
-    pub fn is_baseline(&self, run_id: &str) -> bool {
-        self.baseline.with(|b| b.as_deref() == Some(run_id))
+    /// Where a run stands among the compared ones (0: the baseline), if it is one.
+    pub fn compared_rank(&self, run_id: &str) -> Option<usize> {
+        self.compared
+            .with(|ids| ids.iter().position(|id| id == run_id))
     }
 
-    /// The baseline's document.
-    pub fn baseline_document(&self) -> Option<Arc<RunDocument>> {
-        let id = self.baseline.get()?;
-        self.runs
-            .with(|runs| runs.iter().find(|r| r.run_id == id).cloned())
+    /// The compared runs' documents, the baseline first.
+    pub fn compared_documents(&self) -> Vec<Arc<RunDocument>> {
+        let ids = self.compared.get();
+        self.runs.with(|runs| {
+            ids.iter()
+                .filter_map(|id| runs.iter().find(|r| &r.run_id == id).cloned())
+                .collect()
+        })
     }
 }

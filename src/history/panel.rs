@@ -111,15 +111,15 @@ fn HistoryRow(doc: Arc<RunDocument>, history: History, run: RunController) -> im
         RunStatus::Done => "done",
         RunStatus::Cancelled => "cancelled",
     };
-    let is_baseline = Signal::derive({
+    let rank = Signal::derive({
         let run_id = run_id.clone();
-        move || history.is_baseline(&run_id)
+        move || history.compared_rank(&run_id)
     });
     let compare_id = run_id.clone();
     let remove_id = run_id.clone();
     let view_doc = doc.clone();
     view! {
-        <tr data-testid="history-row" data-run-id=run_id class:baseline=is_baseline>
+        <tr data-testid="history-row" data-run-id=run_id class:baseline=move || rank.get().is_some()>
             <td>{doc.started_at.replace('T', " ").chars().take(19).collect::<String>()}</td>
             <td>{doc.plan.model.clone()}</td>
             <td class="endpoint">{doc.plan.base_url.clone()}</td>
@@ -129,8 +129,12 @@ fn HistoryRow(doc: Arc<RunDocument>, history: History, run: RunController) -> im
             <td>{doc.verdict.safe_concurrency.map_or("–".into(), |k| k.to_string())}</td>
             <td class="row-actions">
                 <button data-testid="history-view" on:click=move |_| run.show(view_doc.clone())>"View"</button>
-                <button data-testid="history-compare" on:click=move |_| history.toggle_baseline(&compare_id)>
-                    {move || if is_baseline.get() { "Baseline ✓" } else { "Compare" }}
+                <button data-testid="history-compare" on:click=move |_| history.toggle_compared(&compare_id)>
+                    {move || match rank.get() {
+                        Some(0) => "Baseline ✓",
+                        Some(_) => "Compared ✓",
+                        None => "Compare",
+                    }}
                 </button>
                 <button data-testid="history-delete" on:click=move |_| history.remove(&remove_id)>"Delete"</button>
             </td>

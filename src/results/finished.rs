@@ -45,10 +45,12 @@ pub fn Finished(
     let comparison = {
         let now = document.clone();
         move || {
-            history
-                .baseline_document()
+            let kept: Vec<Arc<RunDocument>> = history
+                .compared_documents()
+                .into_iter()
                 .filter(|then| then.run_id != now.run_id)
-                .map(|then| comparison(&now, &then, lang.get()))
+                .collect();
+            (!kept.is_empty()).then(|| comparison(&now, &kept, lang.get()))
         }
     };
     let kinds = TableKinds {

@@ -354,20 +354,34 @@ impl Chart {
         }
     }
 
+    /// The series' names under the title, in up to three rows when one does not
+    /// hold them (several compared runs with long names); what does not fit is left
+    /// to the points' tooltips.
     fn draw_legend(&self, svg: &mut Svg, series: &[Series], left: f64, right: f64) {
-        let mut at = left;
+        // Where each name goes: (row, x).
+        let mut placed = Vec::with_capacity(series.len());
+        let (mut row, mut at) = (0, left);
         for s in series {
             let width = 26.0 + text_width(&s.label) + 14.0;
-            if at + width > right + RIGHT {
-                break;
+            if at + width > right + RIGHT && at > left {
+                (row, at) = (row + 1, left);
             }
+            placed.push((row, at));
+            at += width;
+        }
+        let rows: &[f64] = match placed.last().map_or(0, |p| p.0) {
+            0 => &[40.0],
+            1 => &[32.0, 48.0],
+            _ => &[28.0, 41.0, 54.0],
+        };
+        for (s, (row, at)) in series.iter().zip(placed) {
+            let Some(&y) = rows.get(row) else { break };
             svg.line(
                 &format!("legend-swatch {}", s.class),
-                (at, 36.0),
-                (at + 18.0, 36.0),
+                (at, y - 4.0),
+                (at + 18.0, y - 4.0),
             );
-            svg.text("legend", (at + 24.0, 40.0), "start", &s.label);
-            at += width;
+            svg.text("legend", (at + 24.0, y), "start", &s.label);
         }
     }
 
@@ -636,26 +650,65 @@ pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
     )
 }
 
-/// This run over a baseline: p95 TTFT and output tokens/s against concurrency, one
-/// line each, the baseline dashed. `None` when neither has a level. Hook:
-/// `compare-chart`; its points' `data-series` end in `_now` or `_baseline`.
-pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<String> {
-    overlay(
-        now,
-        then,
-        (say(lang, "this run", "本次"), say(lang, "baseline", "基线")),
-        (
-            "compare-chart",
-            [
-                "ttft_p95_now",
-                "ttft_p95_baseline",
-                "output_tps_now",
-                "output_tps_baseline",
-            ],
-        ),
-        say(lang, "This run against the baseline", "本次与基线对比"),
-        lang,
-    )
+/// How many kept runs one comparison overlays on the shown run (one colour each).
+pub const MAX_COMPARED: usize = 3;
+
+/// The `data-series` keys of a comparison's runs: the shown run, the baseline, then
+/// the other compared runs.
+const COMPARE_KEYS: [[&str; 2]; MAX_COMPARED + 1] = [
+    ["ttft_p95_now", "output_tps_now"],
+    ["ttft_p95_baseline", "output_tps_baseline"],
+    ["ttft_p95_baseline2", "output_tps_baseline2"],
+    ["ttft_p95_baseline3", "output_tps_baseline3"],
+];
+
+/// A compared run's name in a legend: the first is *the* baseline, the others are
+/// named by when they started (`2026-12-03 14:05`) and their model.
+pub fn compared_name(then: &RunDocument, rank: usize, lang: Lang) -> String {
+    if rank == 0 {
+        return say(lang, "baseline", "基线").into();
+    }
+    let started: String = then.started_at.chars().take(16).collect();
+    format!("{} · {}", started.replace('T', " "), then.plan.model)
+}
+
+/// This run over up to [`MAX_COMPARED`] kept runs: p95 TTFT and output tokens/s
+/// against concurrency, one line each, the kept runs dashed. `None` when none has
+/// a level. Hook: `compare-chart`; its points' `data-series` end in `_now`,
+/// `_baseline` (the first kept run), `_baseline2` or `_baseline3`.
+pub fn compare(now: &RunDocument, baselines: &[&RunDocument], lang: Lang) -> Option<String> {
+    let mut runs = vec![Overlaid {
+        document: now,
+        label: say(lang, "this run", "本次").into(),
+        keys: COMPARE_KEYS[0],
+        class: RUN_CLASSES[0],
+    }];
+    for (rank, then) in baselines.iter().take(MAX_COMPARED).enumerate() {
+        runs.push(Overlaid {
+            document: then,
+            label: compared_name(then, rank, lang),
+            keys: COMPARE_KEYS[rank + 1],
+            class: RUN_CLASSES[rank + 1],
+        });
+    }
+    let title = if baselines.len() > 1 {
+        say(lang, "This run against the kept runs", "本次与所选运行对比")
+    } else {
+        say(lang, "This run against the baseline", "本次与基线对比")
+    };
+    overlay(&runs, "compare-chart", title, lang)
+}
+
+/// The line classes of overlaid runs: the first solid, the others dashed.
+const RUN_CLASSES: [&str; 4] = ["s1", "s2 dashed", "s3 dashed", "s4 dashed"];
+
+/// One run of an overlay: its document, its name in the legend, its points'
+/// `data-series` keys (p95 TTFT, output tokens/s), its line's classes.
+struct Overlaid<'a> {
+    document: &'a RunDocument,
+    label: String,
+    keys: [&'static str; 2],
+    class: &'static str,
 }
 
 /// The targets of an A/B run over each other: p95 TTFT and output tokens/s
@@ -663,36 +716,33 @@ pub fn compare(now: &RunDocument, then: &RunDocument, lang: Lang) -> Option<Stri
 /// `data-series` end in `_a` or `_b`.
 pub fn ab(document: &RunDocument, lang: Lang) -> Option<String> {
     let b = document.ab.first()?;
-    let (a_name, b_name) = (
-        crate::ab::target_name(document, 0),
-        crate::ab::target_name(document, 1),
-    );
+    let runs = [
+        Overlaid {
+            document,
+            label: crate::ab::target_name(document, 0),
+            keys: ["ttft_p95_a", "output_tps_a"],
+            class: RUN_CLASSES[0],
+        },
+        Overlaid {
+            document: b,
+            label: crate::ab::target_name(document, 1),
+            keys: ["ttft_p95_b", "output_tps_b"],
+            class: RUN_CLASSES[1],
+        },
+    ];
     overlay(
-        document,
-        b,
-        (&a_name, &b_name),
-        (
-            "ab-chart",
-            ["ttft_p95_a", "ttft_p95_b", "output_tps_a", "output_tps_b"],
-        ),
+        &runs,
+        "ab-chart",
         say(lang, "A/B: the targets side by side", "A/B：目标并排对比"),
         lang,
     )
 }
 
-/// Two runs' curves over each other (`second` dashed): the comparison's and the
-/// A/B run's chart.
-fn overlay(
-    now: &RunDocument,
-    then: &RunDocument,
-    (this_run, baseline): (&str, &str),
-    (testid, [ttft_now, ttft_then, tps_now, tps_then]): (&'static str, [&'static str; 4]),
-    title: &str,
-    lang: Lang,
-) -> Option<String> {
-    let (now_levels, then_levels) = (levels(now), levels(then));
-    let mut ticks: Vec<(f64, String)> = ticks(&now_levels);
-    for tick in self::ticks(&then_levels) {
+/// Runs' curves over each other: the comparison's and the A/B run's chart.
+fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, lang: Lang) -> Option<String> {
+    let run_levels: Vec<Vec<Level<'_>>> = runs.iter().map(|run| levels(run.document)).collect();
+    let mut ticks: Vec<(f64, String)> = Vec::new();
+    for tick in run_levels.iter().flat_map(|levels| self::ticks(levels)) {
         if !ticks.iter().any(|t| t.0 == tick.0) {
             ticks.push(tick);
         }
@@ -725,19 +775,21 @@ fn overlay(
                 Panel {
                     title: say(lang, "p95 TTFT", "p95 TTFT").into(),
                     unit: say(lang, "ms", "毫秒"),
-                    series: vec![
-                        ttft(&now_levels, ttft_now, this_run, "s1"),
-                        ttft(&then_levels, ttft_then, baseline, "s2 dashed"),
-                    ],
+                    series: runs
+                        .iter()
+                        .zip(&run_levels)
+                        .map(|(run, levels)| ttft(levels, run.keys[0], &run.label, run.class))
+                        .collect(),
                     limit: None,
                 },
                 Panel {
                     title: say(lang, "Output tokens per second", "每秒输出 token").into(),
                     unit: say(lang, "tok/s", "token/秒"),
-                    series: vec![
-                        tps(&now_levels, tps_now, this_run, "s1"),
-                        tps(&then_levels, tps_then, baseline, "s2 dashed"),
-                    ],
+                    series: runs
+                        .iter()
+                        .zip(&run_levels)
+                        .map(|(run, levels)| tps(levels, run.keys[1], &run.label, run.class))
+                        .collect(),
                     limit: None,
                 },
             ],

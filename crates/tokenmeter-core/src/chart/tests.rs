@@ -361,7 +361,7 @@ fn the_comparison_overlays_both_runs() {
     let now = document();
     let mut then = document();
     then.levels.retain(|l| l.concurrency != Some(4));
-    let svg = compare(&now, &then, Lang::En).unwrap();
+    let svg = compare(&now, &[&then], Lang::En).unwrap();
     assert!(svg.contains(r#"data-testid="compare-chart""#));
     let count_of = |series: &str| count(&svg, &format!(r#"data-series="{series}""#));
     assert_eq!(count_of("ttft_p95_now"), 3);
@@ -372,4 +372,46 @@ fn the_comparison_overlays_both_runs() {
     );
     assert_eq!(count_of("output_tps_now"), 3, "no output at 8: no point");
     assert!(svg.contains("TTFT p95 · baseline"));
+    assert_eq!(
+        count_of("ttft_p95_baseline2"),
+        0,
+        "one kept run: one baseline"
+    );
+}
+
+#[test]
+fn the_comparison_overlays_several_runs_each_in_its_colour() {
+    let now = document();
+    let mut second = document();
+    second.levels.retain(|l| l.concurrency == Some(1));
+    second.started_at = "2026-12-01T09:30:12.000Z".into();
+    let third = document();
+    let fourth = document();
+    let svg = compare(&now, &[&document(), &second, &third, &fourth], Lang::En).unwrap();
+    let count_of = |series: &str| count(&svg, &format!(r#"data-series="{series}""#));
+    assert_eq!(count_of("ttft_p95_now"), 3);
+    assert_eq!(count_of("ttft_p95_baseline"), 3);
+    assert_eq!(
+        count_of("ttft_p95_baseline2"),
+        1,
+        "the second kept run had level 1 only"
+    );
+    assert_eq!(count_of("ttft_p95_baseline3"), 3);
+    assert!(
+        !svg.contains("baseline4"),
+        "at most {MAX_COMPARED} kept runs are drawn"
+    );
+    assert!(
+        svg.contains("2026-12-01 09:30"),
+        "a kept run is named by when it ran"
+    );
+    for class in ["s1", "s2 dashed", "s3 dashed", "s4 dashed"] {
+        assert!(svg.contains(&format!(r#"class="pt {class}""#)), "{class}");
+    }
+    assert!(svg.contains("This run against the kept runs"));
+    assert_eq!(
+        count(&svg, r#"class="legend""#),
+        8,
+        "every run named in both panels' legends, over two rows"
+    );
 }
