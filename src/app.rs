@@ -19,6 +19,7 @@ pub fn App() -> impl IntoView {
     }
     let run = RunController::new(move |document| history.keep(document));
     let lang = RwSignal::new(Lang::En);
+    crate::screen::Screen::watch();
     view! {
         <header class="topbar">
             <div class="brand">

@@ -15,6 +15,7 @@ mod models;
 pub mod protocol;
 mod results;
 mod run;
+mod screen;
 mod widgets;
 mod worker;
 

@@ -186,6 +186,26 @@ test('on a phone the page keeps to the screen: wide tables and charts scroll or 
   }));
   assert.ok(wide.page <= wide.screen, `the page is ${wide.page} px on a ${wide.screen} px screen: ${wide.outside.slice(0, 5)}`);
   assert.ok(await app.byTestId('chart-latency').isVisible());
+  // The charts are drawn for the phone: panels one under the other, their 12 px
+  // text shown at a size that reads (not the wide drawing scaled to a third).
+  const drawn = () =>
+    page.evaluate(() =>
+      ['chart-latency', 'chart-throughput', 'chart-cdf', 'chart-over-time', 'chart-timeline'].map((id) => {
+        const svg = document.querySelector(`[data-testid="${id}"]`);
+        const viewWidth = svg.viewBox.baseVal.width;
+        return { id, narrow: svg.classList.contains('narrow'), textPx: (12 * svg.getBoundingClientRect().width) / viewWidth };
+      }),
+    );
   await app.screenshot(screenshotPath('phone-en.png'));
+  assert.equal(await page.locator('[data-testid="chart-latency"] [data-testid="chart-point"]').count(), 2 * 5, 'every point is still drawn');
+  for (const chart of await drawn()) {
+    assert.ok(chart.narrow, `${chart.id} is drawn narrow on a phone`);
+    assert.ok(chart.textPx >= 9, `${chart.id}'s text is ${chart.textPx.toFixed(1)} px on a phone`);
+  }
+
+  // Turned sideways into a wide window, the same charts are drawn wide again.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="chart-latency"]').classList.contains('narrow'));
+  for (const chart of await drawn()) assert.ok(!chart.narrow, `${chart.id} is drawn wide at 1,280 px`);
   await page.close();
 });

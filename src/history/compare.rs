@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    chart, compare::differences, error::Lang, report::RunDocument, stats::Distribution,
+    chart::{self, Look},
+    compare::differences,
+    error::Lang,
+    report::RunDocument,
+    stats::Distribution,
     summary::Summary,
 };
 
@@ -45,11 +49,12 @@ fn compare_row(now: &Summary, then: Option<&Summary>) -> impl IntoView {
 }
 
 /// This run against kept runs from history, the baseline first (at least one).
-pub fn comparison(now: &RunDocument, kept: &[Arc<RunDocument>], lang: Lang) -> impl IntoView {
+pub fn comparison(now: &RunDocument, kept: &[Arc<RunDocument>], look: Look) -> impl IntoView {
+    let lang = look.lang;
     let then = &kept[0];
     let said = differences(now, then, lang);
     let drawn: Vec<&RunDocument> = kept.iter().map(|k| k.as_ref()).collect();
-    let overlay = chart::compare(now, &drawn, lang);
+    let overlay = chart::compare(now, &drawn, look);
     let title = format!("Compared with {} ({})", then.started_at, then.plan.model);
     // The other kept runs: what changed against each, in words.
     let others = kept

@@ -30,7 +30,8 @@ pub fn AbPanel(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
     };
     let overlay = {
         let document = document.clone();
-        move || chart::ab(&document, lang.get())
+        let screen = crate::screen::Screen::current();
+        move || chart::ab(&document, screen.look(lang.get()))
     };
     let header: Vec<String> = names
         .iter()

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    chart,
+    chart::{self, Look},
     error::Lang,
     headline::{Headline, HeadlineLevel},
     report::RunDocument,
 };
+
+use crate::screen::Screen;
 
 fn ms(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite())
@@ -74,10 +76,11 @@ pub fn HeadlineCards(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl I
 /// Latency and throughput against load, redrawn when the language changes.
 #[component]
 pub fn LoadCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
-    let drawn = move |draw: fn(&RunDocument, Lang) -> Option<String>| {
+    let screen = Screen::current();
+    let drawn = move |draw: fn(&RunDocument, Look) -> Option<String>| {
         let document = document.clone();
         move || {
-            draw(&document, lang.get()).map(|svg| {
+            draw(&document, screen.look(lang.get())).map(|svg| {
                 view! {
                     <figure class="chart-figure" inner_html=svg></figure>
                 }
@@ -113,17 +116,18 @@ pub fn DetailCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl In
         .or_else(|| levels.first().copied())
         .unwrap_or_default();
     let chosen = RwSignal::new(first);
+    let screen = Screen::current();
     let over_time = {
         let document = document.clone();
-        move || chart::over_time(&document, lang.get())
+        move || chart::over_time(&document, screen.look(lang.get()))
     };
     let cdf = {
         let document = document.clone();
-        move || chart::cdf(&document, lang.get())
+        move || chart::cdf(&document, screen.look(lang.get()))
     };
     let timeline = {
         let document = document.clone();
-        move || chart::timeline(&document, chosen.get(), lang.get())
+        move || chart::timeline(&document, chosen.get(), screen.look(lang.get()))
     };
     let figure = |svg: Option<String>| {
         svg.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })

@@ -44,13 +44,14 @@ pub fn Finished(
 ) -> impl IntoView {
     let comparison = {
         let now = document.clone();
+        let screen = crate::screen::Screen::current();
         move || {
             let kept: Vec<Arc<RunDocument>> = history
                 .compared_documents()
                 .into_iter()
                 .filter(|then| then.run_id != now.run_id)
                 .collect();
-            (!kept.is_empty()).then(|| comparison(&now, &kept, lang.get()))
+            (!kept.is_empty()).then(|| comparison(&now, &kept, screen.look(lang.get())))
         }
     };
     let kinds = TableKinds {

@@ -53,6 +53,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                 .unwrap_or_else(Vec::new)
         })
     };
+    let screen = crate::screen::Screen::current();
     let live_chart = move || {
         progress.with(|p| {
             let points: Vec<LivePoint> = p
@@ -66,12 +67,13 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                     output_tps: (l.n_done > l.n_failed).then_some(l.output_tps),
                 })
                 .collect();
-            chart::live(&points, lang.get())
+            chart::live(&points, screen.look(lang.get()))
         })
     };
     let over_time = move || {
         progress.track();
-        run.with_over_time(|o| o.draw(lang.get())).flatten()
+        run.with_over_time(|o| o.draw(screen.look(lang.get())))
+            .flatten()
     };
     let figure = |svg: Option<String>| {
         svg.map(|svg| view! { <figure class="chart-figure" inner_html=svg></figure> })

@@ -86,11 +86,11 @@ impl RunDocument {
         self.html_headline(&mut out, lang);
         let timeline_level = Headline::of(self).map(|h| h.concurrency);
         let charts = [
-            chart::latency(self, lang),
-            chart::throughput(self, lang),
-            chart::over_time(self, lang),
-            chart::cdf(self, lang),
-            timeline_level.and_then(|c| chart::timeline(self, c, lang)),
+            chart::latency(self, lang.into()),
+            chart::throughput(self, lang.into()),
+            chart::over_time(self, lang.into()),
+            chart::cdf(self, lang.into()),
+            timeline_level.and_then(|c| chart::timeline(self, c, lang.into())),
         ];
         for svg in charts.into_iter().flatten() {
             let _ = write!(out, "<figure>{svg}</figure>");
@@ -242,7 +242,7 @@ impl RunDocument {
             let _ = write!(out, "<li>{}</li>", escape(&line));
         }
         out.push_str("</ul>");
-        if let Some(svg) = chart::ab(self, lang) {
+        if let Some(svg) = chart::ab(self, lang.into()) {
             let _ = write!(out, "<figure>{svg}</figure>");
         }
         let n_targets = self.ab.len() + 1;

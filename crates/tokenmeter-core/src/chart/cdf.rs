@@ -3,7 +3,10 @@
 //! leans right is a slower level; a long flat tail is its outliers. Hooks:
 //! `chart-cdf`, `cdf-curve` (`data-metric`: `ttft` or `itl`, `data-concurrency`).
 
-use super::{escape, figure, nice_top, px, say, Svg, BOTTOM, GAP, HEIGHT, LEFT, RIGHT, TOP, WIDTH};
+use super::{
+    begin_shift, end_shift, escape, figure, nice_top, px, say, Look, Svg, BOTTOM, HEIGHT, LEFT,
+    RIGHT, TOP,
+};
 use crate::{error::Lang, report::RunDocument};
 
 /// The most points a curve is drawn with: quantiles, not every sample, so a level
@@ -59,7 +62,8 @@ fn per_level(
 /// The CDF of TTFT and of ITL, one curve per level. `None` when no request
 /// succeeded (or the run was kept without its records); the ITL panel only when
 /// per-token times were kept.
-pub fn cdf(document: &RunDocument, lang: Lang) -> Option<String> {
+pub fn cdf(document: &RunDocument, look: Look) -> Option<String> {
+    let lang = look.lang;
     let ttft = per_level(document, &|r, out| {
         if let Some(us) = r.ttft_us() {
             out.push(us as f64 / 1e3);
@@ -93,14 +97,10 @@ pub fn cdf(document: &RunDocument, lang: Lang) -> Option<String> {
     }
     let title = say(lang, "How latency is spread, per level", "各档时延分布");
     let mut svg = Svg::default();
-    svg.raw(&format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="chart-cdf" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
-        escape(title)
-    ));
-    let n = panels.len() as f64;
-    let panel_width = (WIDTH - GAP * (n - 1.0)) / n;
+    svg.raw(&look.open_svg("chart-cdf", "", look.height(panels.len(), HEIGHT), title));
     for (i, (metric, heading, levels)) in panels.iter().enumerate() {
-        let left = i as f64 * (panel_width + GAP);
+        let (left, panel_width, dy) = look.panel(i, panels.len(), HEIGHT);
+        begin_shift(&mut svg, dy);
         let (plot_left, plot_right) = (left + LEFT, left + panel_width - RIGHT);
         let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
         // The x axis ends at the largest p99, so one outlier does not squash the rest.
@@ -189,6 +189,7 @@ pub fn cdf(document: &RunDocument, lang: Lang) -> Option<String> {
             svg.polyline(&class, &points);
             svg.raw("</g>");
         }
+        end_shift(&mut svg, dy);
     }
     svg.raw("</svg>");
     Some(svg.finish())

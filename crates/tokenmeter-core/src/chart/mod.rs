@@ -24,8 +24,6 @@ mod over_time;
 mod svg;
 mod timeline;
 
-use std::fmt::Write;
-
 pub use cdf::cdf;
 pub use over_time::{over_time, OverTime};
 pub use timeline::{timeline, MAX_BARS};
@@ -53,6 +51,87 @@ const BOTTOM: f64 = 44.0;
 const GAP: f64 = 36.0;
 /// Keeps the first and last level off the axes.
 const INSET: f64 = 18.0;
+
+/// The drawing's width on a narrow screen (a phone): the panels stand one under
+/// the other, each a little narrower than one of the wide layout's two, so the
+/// 12 px text still reads at about 10 px when the drawing is scaled to the
+/// 330-odd px a 390 px phone gives it.
+const NARROW_WIDTH: f64 = 400.0;
+
+/// How a chart is drawn: in which language, and for a narrow screen or a wide
+/// one. Exports draw wide; the page asks for narrow on a phone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Look {
+    pub lang: Lang,
+    /// Panels one under the other, in [`NARROW_WIDTH`].
+    pub narrow: bool,
+}
+
+impl From<Lang> for Look {
+    fn from(lang: Lang) -> Self {
+        Look {
+            lang,
+            narrow: false,
+        }
+    }
+}
+
+impl Look {
+    /// The drawing's width.
+    fn width(self) -> f64 {
+        if self.narrow {
+            NARROW_WIDTH
+        } else {
+            WIDTH
+        }
+    }
+
+    /// The opening `<svg>` tag, with its hook, any further attributes (written
+    /// with a leading space) and its accessible name.
+    fn open_svg(self, testid: &str, attributes: &str, height: f64, title: &str) -> String {
+        format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart{}" data-testid="{testid}"{attributes} viewBox="0 0 {} {}" role="group" aria-label="{}">"#,
+            if self.narrow { " narrow" } else { "" },
+            px(self.width()),
+            px(height),
+            escape(title)
+        )
+    }
+
+    /// Where panel `i` of `n` goes: its left edge and width, and how far down it
+    /// is moved (side by side when wide, one under the other when narrow).
+    fn panel(self, i: usize, n: usize, height: f64) -> (f64, f64, f64) {
+        if self.narrow {
+            (0.0, NARROW_WIDTH, i as f64 * height)
+        } else {
+            let n = n.max(1) as f64;
+            let width = (WIDTH - GAP * (n - 1.0)) / n;
+            (i as f64 * (width + GAP), width, 0.0)
+        }
+    }
+
+    /// The drawing's height for `n` panels of `height`.
+    fn height(self, n: usize, height: f64) -> f64 {
+        if self.narrow {
+            height * n.max(1) as f64
+        } else {
+            height
+        }
+    }
+}
+
+/// Moves what follows down by `dy` (until [`end_shift`]), or does nothing at 0.
+fn begin_shift(svg: &mut Svg, dy: f64) {
+    if dy != 0.0 {
+        let _ = svg.raw(&format!(r#"<g transform="translate(0 {})">"#, px(dy)));
+    }
+}
+
+fn end_shift(svg: &mut Svg, dy: f64) {
+    if dy != 0.0 {
+        svg.raw("</g>");
+    }
+}
 
 /// `en` or `zh` (see [`Lang::pick`]).
 fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
@@ -242,21 +321,23 @@ struct Chart {
     /// An open-loop run: x is the offered rate, not a concurrency.
     open_loop: bool,
     lang: Lang,
+    narrow: bool,
 }
 
 impl Chart {
     fn draw(&self) -> String {
         let mut svg = Svg::default();
-        let n = self.panels.len().max(1) as f64;
-        let panel_width = (WIDTH - GAP * (n - 1.0)) / n;
-        let _ = svg.raw(&format!(
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
-            self.testid,
-            escape(&self.title)
-        ));
+        let look = Look {
+            lang: self.lang,
+            narrow: self.narrow,
+        };
+        let n = self.panels.len();
+        svg.raw(&look.open_svg(self.testid, "", look.height(n, HEIGHT), &self.title));
         for (i, panel) in self.panels.iter().enumerate() {
-            let left = i as f64 * (panel_width + GAP);
-            self.draw_panel(&mut svg, panel, left, left + panel_width);
+            let (left, width, dy) = look.panel(i, n, HEIGHT);
+            begin_shift(&mut svg, dy);
+            self.draw_panel(&mut svg, panel, left, left + width);
+            end_shift(&mut svg, dy);
         }
         svg.raw("</svg>");
         svg.finish()
@@ -282,13 +363,18 @@ impl Chart {
         let y = YScale::new(y_max, plot_top, plot_bottom);
 
         // Title, with the limit when it is off the chart; the unit above the axis.
-        let mut title = panel.title.clone();
-        if let (Some((_, label)), None) = (&panel.limit, limit_in_reach) {
-            let _ = write!(
-                title,
-                " · {label} {}",
-                say(self.lang, "(above)", "（在图外）")
-            );
+        // Where that is wider than the panel (a phone), the title keeps only its
+        // name ("TTFT", not "TTFT: time to first token"): the glossary explains.
+        let off_chart = match (&panel.limit, limit_in_reach) {
+            (Some((_, label)), None) => {
+                format!(" · {label} {}", say(self.lang, "(above)", "（在图外）"))
+            }
+            _ => String::new(),
+        };
+        let mut title = format!("{}{off_chart}", panel.title);
+        if text_width(&title) * TITLE_WIDER > right - left {
+            let name = panel.title.split([':', '：']).next().unwrap_or_default();
+            title = format!("{name}{off_chart}");
         }
         svg.text("chart-title", (left, 16.0), "start", &title);
         svg.text(
@@ -432,6 +518,9 @@ impl Chart {
     }
 }
 
+/// How much wider a title's bold 14 px is drawn than [`text_width`]'s 12 px.
+const TITLE_WIDER: f64 = 1.25;
+
 /// About how wide `text` is drawn at the charts' 12 px (CJK characters are square).
 fn text_width(text: &str) -> f64 {
     text.chars()
@@ -518,7 +607,8 @@ fn markers(document: &RunDocument, levels: &[Level<'_>], lang: Lang) -> Vec<Mark
 
 /// TTFT (p50, p95, and after send where the browser told it) and TPOT (p50, p95)
 /// against concurrency, with the SLO limits. `None` when no level has a latency.
-pub fn latency(document: &RunDocument, lang: Lang) -> Option<String> {
+pub fn latency(document: &RunDocument, look: Look) -> Option<String> {
+    let lang = look.lang;
     let levels = levels(document);
     let ms = say(lang, "ms", "毫秒");
     let mut ttft = vec![
@@ -580,6 +670,7 @@ pub fn latency(document: &RunDocument, lang: Lang) -> Option<String> {
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
             lang,
+            narrow: look.narrow,
         }
         .draw(),
     )
@@ -587,7 +678,8 @@ pub fn latency(document: &RunDocument, lang: Lang) -> Option<String> {
 
 /// Output tokens/s and requests/s against concurrency, the knee and the safe
 /// level marked. `None` when the run has no level.
-pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
+pub fn throughput(document: &RunDocument, look: Look) -> Option<String> {
+    let lang = look.lang;
     let levels = levels(document);
     if levels.is_empty() {
         return None;
@@ -645,6 +737,7 @@ pub fn throughput(document: &RunDocument, lang: Lang) -> Option<String> {
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
             lang,
+            narrow: look.narrow,
         }
         .draw(),
     )
@@ -676,7 +769,8 @@ pub fn compared_name(then: &RunDocument, rank: usize, lang: Lang) -> String {
 /// against concurrency, one line each, the kept runs dashed. `None` when none has
 /// a level. Hook: `compare-chart`; its points' `data-series` end in `_now`,
 /// `_baseline` (the first kept run), `_baseline2` or `_baseline3`.
-pub fn compare(now: &RunDocument, baselines: &[&RunDocument], lang: Lang) -> Option<String> {
+pub fn compare(now: &RunDocument, baselines: &[&RunDocument], look: Look) -> Option<String> {
+    let lang = look.lang;
     let mut runs = vec![Overlaid {
         document: now,
         label: say(lang, "this run", "本次").into(),
@@ -696,7 +790,7 @@ pub fn compare(now: &RunDocument, baselines: &[&RunDocument], lang: Lang) -> Opt
     } else {
         say(lang, "This run against the baseline", "本次与基线对比")
     };
-    overlay(&runs, "compare-chart", title, lang)
+    overlay(&runs, "compare-chart", title, look)
 }
 
 /// The line classes of overlaid runs: the first solid, the others dashed.
@@ -714,7 +808,8 @@ struct Overlaid<'a> {
 /// The targets of an A/B run over each other: p95 TTFT and output tokens/s
 /// against concurrency, A solid, B dashed. Hook: `ab-chart`; its points'
 /// `data-series` end in `_a` or `_b`.
-pub fn ab(document: &RunDocument, lang: Lang) -> Option<String> {
+pub fn ab(document: &RunDocument, look: Look) -> Option<String> {
+    let lang = look.lang;
     let b = document.ab.first()?;
     let runs = [
         Overlaid {
@@ -734,12 +829,13 @@ pub fn ab(document: &RunDocument, lang: Lang) -> Option<String> {
         &runs,
         "ab-chart",
         say(lang, "A/B: the targets side by side", "A/B：目标并排对比"),
-        lang,
+        look,
     )
 }
 
 /// Runs' curves over each other: the comparison's and the A/B run's chart.
-fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, lang: Lang) -> Option<String> {
+fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, look: Look) -> Option<String> {
+    let lang = look.lang;
     let run_levels: Vec<Vec<Level<'_>>> = runs.iter().map(|run| levels(run.document)).collect();
     let mut ticks: Vec<(f64, String)> = Vec::new();
     for tick in run_levels.iter().flat_map(|levels| self::ticks(levels)) {
@@ -797,6 +893,7 @@ fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, lang: Lang)
             ticks,
             open_loop: false,
             lang,
+            narrow: look.narrow,
         }
         .draw(),
     )
@@ -815,7 +912,8 @@ pub struct LivePoint {
 /// TTFT and output tokens/s against concurrency while a run goes: every planned
 /// level on the axis from the start, a point where a level has figures. `None` for
 /// an open-loop run (one level, no concurrency axis). Hook: `chart-live`.
-pub fn live(points: &[LivePoint], lang: Lang) -> Option<String> {
+pub fn live(points: &[LivePoint], look: Look) -> Option<String> {
+    let lang = look.lang;
     let levels: Vec<(At, &LivePoint)> = points
         .iter()
         .filter(|p| p.concurrency > 0)
@@ -876,6 +974,7 @@ pub fn live(points: &[LivePoint], lang: Lang) -> Option<String> {
             ticks: levels.iter().map(|(at, _)| (at.x, figure(at.x))).collect(),
             open_loop: false,
             lang,
+            narrow: look.narrow,
         }
         .draw(),
     )

@@ -6,7 +6,7 @@
 //! per redraw. Hooks: `chart-over-time` (`data-bins`), `over-time-level`
 //! (`data-concurrency`).
 
-use super::{escape, figure, nice_top, px, say, Svg, BOTTOM, LEFT, RIGHT, TOP, WIDTH};
+use super::{figure, nice_top, px, say, Look, Svg, BOTTOM, LEFT, RIGHT, TOP};
 use crate::{error::Lang, record::RequestRecord, report::RunDocument};
 
 const HEIGHT: f64 = 260.0;
@@ -158,7 +158,8 @@ impl OverTime {
 
     /// The chart. `None` before any token (while a run goes: before any bin is
     /// settled).
-    pub fn draw(&self, lang: Lang) -> Option<String> {
+    pub fn draw(&self, look: Look) -> Option<String> {
+        let lang = look.lang;
         let settled = self.settled();
         if !settled.iter().any(|&n| n > 0.0) {
             return None;
@@ -179,7 +180,7 @@ impl OverTime {
             .enumerate()
             .map(|(i, n)| n / width_s(i))
             .collect();
-        let (plot_left, plot_right) = (LEFT, WIDTH - RIGHT);
+        let (plot_left, plot_right) = (LEFT, look.width() - RIGHT);
         let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
         let (top_s, step_s) = nice_top(rates.len() as f64 * bin_s);
         let (top_rate, step_rate) = nice_top(rates.iter().copied().fold(0.0, f64::max));
@@ -193,10 +194,11 @@ impl OverTime {
             "运行过程中每秒输出 token",
         );
         let mut svg = Svg::default();
-        svg.raw(&format!(
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="chart-over-time" data-bins="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="group" aria-label="{}">"#,
-            rates.len(),
-            escape(title)
+        svg.raw(&look.open_svg(
+            "chart-over-time",
+            &format!(r#" data-bins="{}""#, rates.len()),
+            HEIGHT,
+            title,
         ));
         let bin_label = match lang {
             Lang::En => format!("{} s bins", figure(bin_s)),
@@ -281,6 +283,6 @@ impl OverTime {
 
 /// Output tokens/s over a finished run. `None` without successful requests (or
 /// without records: a run kept without them).
-pub fn over_time(document: &RunDocument, lang: Lang) -> Option<String> {
-    OverTime::of(document)?.draw(lang)
+pub fn over_time(document: &RunDocument, look: Look) -> Option<String> {
+    OverTime::of(document)?.draw(look)
 }

@@ -56,7 +56,7 @@ fn heights(svg: &str, series: &str) -> Vec<f64> {
 
 #[test]
 fn latency_has_a_point_per_level_and_series_where_there_is_one() {
-    let svg = latency(&document(), Lang::En).unwrap();
+    let svg = latency(&document(), Lang::En.into()).unwrap();
     assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>"));
     assert!(svg.contains(r#"data-testid="chart-latency""#));
     // Four series (TTFT and TPOT, p50 and p95) over the three levels that had an
@@ -82,7 +82,7 @@ fn latency_has_a_point_per_level_and_series_where_there_is_one() {
 
 #[test]
 fn throughput_marks_the_knee_and_counts_every_level() {
-    let svg = throughput(&document(), Lang::En).unwrap();
+    let svg = throughput(&document(), Lang::En.into()).unwrap();
     assert!(svg.contains(r#"data-testid="chart-throughput""#));
     // Output tokens/s and requests/s at every level, the failed one at zero; the
     // plan has no SLO on TPOT, but one on TTFT, so goodput is drawn too.
@@ -100,11 +100,11 @@ fn throughput_marks_the_knee_and_counts_every_level() {
 #[test]
 fn charts_speak_chinese() {
     let document = document();
-    let svg = latency(&document, Lang::Zh).unwrap();
+    let svg = latency(&document, Lang::Zh.into()).unwrap();
     assert!(svg.contains("TTFT：首 token 时延"));
     assert!(svg.contains("并发数"));
     assert!(svg.contains("拐点 4"));
-    let svg = throughput(&document, Lang::Zh).unwrap();
+    let svg = throughput(&document, Lang::Zh.into()).unwrap();
     assert!(svg.contains("每秒输出 token"));
     assert!(svg.contains("安全 2"));
 }
@@ -116,7 +116,7 @@ fn a_level_left_out_of_the_verdict_is_drawn_hollow_and_says_why() {
         protocol: "http/1.1".into(),
         connections: 6,
     });
-    let svg = latency(&document, Lang::En).unwrap();
+    let svg = latency(&document, Lang::En.into()).unwrap();
     assert_eq!(
         count(&svg, r#"pt s1 distorted""#),
         2,
@@ -129,7 +129,7 @@ fn a_level_left_out_of_the_verdict_is_drawn_hollow_and_says_why() {
 fn a_limit_far_above_the_data_is_said_not_drawn() {
     let mut document = document();
     document.plan.slo.ttft_p95_ms = Some(60_000.0);
-    let svg = latency(&document, Lang::En).unwrap();
+    let svg = latency(&document, Lang::En.into()).unwrap();
     assert!(!svg.contains(r#"class="limit""#));
     assert!(svg.contains("SLO p95 ≤ 60000 ms (above)"));
 }
@@ -138,10 +138,10 @@ fn a_limit_far_above_the_data_is_said_not_drawn() {
 fn a_run_without_answers_has_no_latency_chart() {
     let mut document = document();
     document.levels.retain(|l| l.concurrency == Some(8));
-    assert!(latency(&document, Lang::En).is_none());
-    assert!(throughput(&document, Lang::En).is_some());
+    assert!(latency(&document, Lang::En.into()).is_none());
+    assert!(throughput(&document, Lang::En.into()).is_some());
     document.levels.clear();
-    assert!(throughput(&document, Lang::En).is_none());
+    assert!(throughput(&document, Lang::En.into()).is_none());
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn round_tops_and_scales() {
 #[test]
 fn the_timeline_has_a_bar_per_request_split_into_phases() {
     let document = document();
-    let svg = timeline(&document, 4, Lang::En).unwrap();
+    let svg = timeline(&document, 4, Lang::En.into()).unwrap();
     assert!(svg.contains(r#"data-testid="chart-timeline" data-concurrency="4""#));
     assert_eq!(count(&svg, r#"data-testid="timeline-bar""#), 4);
     assert_eq!(count(&svg, r#"data-kind="ok""#), 4);
@@ -179,10 +179,10 @@ fn the_timeline_has_a_bar_per_request_split_into_phases() {
     assert_eq!(count(&svg, r#"class="bar wait""#), 0);
     assert!(svg.contains("first token after 300.0 ms"), "{svg}");
     // Failures are one bar, named by their kind.
-    let svg = timeline(&document, 8, Lang::En).unwrap();
+    let svg = timeline(&document, 8, Lang::En.into()).unwrap();
     assert_eq!(count(&svg, r#"data-kind="server_error""#), 4);
     assert!(svg.contains("Server error (5xx) · HTTP 503"));
-    assert!(timeline(&document, 16, Lang::En).is_none());
+    assert!(timeline(&document, 16, Lang::En.into()).is_none());
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_long_level_draws_its_first_thousand_requests_and_says_so() {
             r
         })
         .collect();
-    let svg = timeline(&document, 1, Lang::En).unwrap();
+    let svg = timeline(&document, 1, Lang::En.into()).unwrap();
     assert_eq!(
         count(&svg, r#"data-testid="timeline-bar""#),
         timeline::MAX_BARS
@@ -207,7 +207,7 @@ fn a_long_level_draws_its_first_thousand_requests_and_says_so() {
 #[test]
 fn the_cdf_has_a_curve_per_level_and_metric() {
     let document = document();
-    let svg = cdf(&document, Lang::En).unwrap();
+    let svg = cdf(&document, Lang::En.into()).unwrap();
     // TTFT and ITL at the three levels that answered.
     assert_eq!(concurrencies(&svg, "cdf-curve"), [1, 2, 4, 1, 2, 4]);
     assert!(svg.contains("concurrency 4: 4 samples, median 300 ms, p99 300 ms"));
@@ -217,10 +217,10 @@ fn the_cdf_has_a_curve_per_level_and_metric() {
     kept.records
         .iter_mut()
         .for_each(|r| r.token_times_us.clear());
-    let svg = cdf(&kept, Lang::En).unwrap();
+    let svg = cdf(&kept, Lang::En.into()).unwrap();
     assert!(!svg.contains(r#"data-metric="itl""#));
     kept.records.clear();
-    assert!(cdf(&kept, Lang::Zh).is_none());
+    assert!(cdf(&kept, Lang::Zh.into()).is_none());
 }
 
 #[test]
@@ -236,7 +236,7 @@ fn a_curve_is_at_most_two_hundred_quantiles() {
 #[test]
 fn tokens_over_time_add_up_with_or_without_per_token_times() {
     let document = document();
-    let svg = over_time(&document, Lang::En).unwrap();
+    let svg = over_time(&document, Lang::En.into()).unwrap();
     assert!(svg.contains(r#"data-testid="chart-over-time""#));
     assert_eq!(concurrencies(&svg, "over-time-level"), [1, 2, 4, 8]);
     let total: u64 = document
@@ -264,7 +264,7 @@ fn a_long_run_merges_bins_and_loses_no_token() {
     let document = document();
     let mut live = OverTime::live();
     assert!(
-        live.draw(Lang::En).is_none(),
+        live.draw(Lang::En.into()).is_none(),
         "nothing before the first token"
     );
     let mut late = document.records[0].clone();
@@ -291,7 +291,7 @@ fn a_long_run_merges_bins_and_loses_no_token() {
         .sum();
     assert!((bins.iter().sum::<f64>() - total as f64).abs() < 1e-9);
     // Live, the last bins wait for the requests that may still add to them.
-    let svg = live.draw(Lang::En).unwrap();
+    let svg = live.draw(Lang::En.into()).unwrap();
     assert!(svg.contains("seconds since the run started"));
     let drawn: usize = svg
         .split(r#"data-bins=""#)
@@ -304,7 +304,7 @@ fn a_long_run_merges_bins_and_loses_no_token() {
         .unwrap();
     assert!(drawn < bins.len(), "{drawn} of {}", bins.len());
     let finished = OverTime::of(&document).unwrap();
-    let svg = finished.draw(Lang::En).unwrap();
+    let svg = finished.draw(Lang::En.into()).unwrap();
     assert!(svg.contains(&format!(r#"data-bins="{}""#, finished.bins().1.len())));
 }
 
@@ -316,7 +316,11 @@ fn the_live_chart_has_every_level_on_its_axis_and_points_where_there_are_figures
         ttft_p95_ms: done.then_some(150.0),
         output_tps: done.then_some(80.0 * f64::from(concurrency)),
     };
-    let svg = live(&[point(1, true), point(2, true), point(4, false)], Lang::En).unwrap();
+    let svg = live(
+        &[point(1, true), point(2, true), point(4, false)],
+        Lang::En.into(),
+    )
+    .unwrap();
     assert!(svg.contains(r#"data-testid="chart-live""#));
     assert_eq!(concurrencies(&svg, "chart-point"), [1, 2, 1, 2, 1, 2]);
     assert!(
@@ -324,7 +328,7 @@ fn the_live_chart_has_every_level_on_its_axis_and_points_where_there_are_figures
         "level 4 is on the axis already"
     );
     assert!(
-        live(&[point(0, true)], Lang::En).is_none(),
+        live(&[point(0, true)], Lang::En.into()).is_none(),
         "open loop: no concurrency axis"
     );
 }
@@ -341,7 +345,7 @@ fn the_run_end_cuts_the_last_bin_without_a_false_drop() {
     r.wanted_us = start;
     r.end_us = start + 2_500_000;
     document.records = vec![r];
-    let svg = over_time(&document, Lang::En).unwrap();
+    let svg = over_time(&document, Lang::En.into()).unwrap();
     let line = svg
         .split(r#"<polyline class="series s1" points=""#)
         .nth(1)
@@ -361,7 +365,7 @@ fn the_comparison_overlays_both_runs() {
     let now = document();
     let mut then = document();
     then.levels.retain(|l| l.concurrency != Some(4));
-    let svg = compare(&now, &[&then], Lang::En).unwrap();
+    let svg = compare(&now, &[&then], Lang::En.into()).unwrap();
     assert!(svg.contains(r#"data-testid="compare-chart""#));
     let count_of = |series: &str| count(&svg, &format!(r#"data-series="{series}""#));
     assert_eq!(count_of("ttft_p95_now"), 3);
@@ -387,7 +391,12 @@ fn the_comparison_overlays_several_runs_each_in_its_colour() {
     second.started_at = "2026-12-01T09:30:12.000Z".into();
     let third = document();
     let fourth = document();
-    let svg = compare(&now, &[&document(), &second, &third, &fourth], Lang::En).unwrap();
+    let svg = compare(
+        &now,
+        &[&document(), &second, &third, &fourth],
+        Lang::En.into(),
+    )
+    .unwrap();
     let count_of = |series: &str| count(&svg, &format!(r#"data-series="{series}""#));
     assert_eq!(count_of("ttft_p95_now"), 3);
     assert_eq!(count_of("ttft_p95_baseline"), 3);
@@ -413,5 +422,122 @@ fn the_comparison_overlays_several_runs_each_in_its_colour() {
         count(&svg, r#"class="legend""#),
         8,
         "every run named in both panels' legends, over two rows"
+    );
+}
+
+#[test]
+fn on_a_narrow_screen_the_panels_stand_one_under_the_other() {
+    let document = document();
+    let narrow = Look {
+        lang: Lang::Zh,
+        narrow: true,
+    };
+    for (wide, tall) in [
+        (
+            latency(&document, Lang::Zh.into()),
+            latency(&document, narrow),
+        ),
+        (
+            throughput(&document, Lang::Zh.into()),
+            throughput(&document, narrow),
+        ),
+        (cdf(&document, Lang::Zh.into()), cdf(&document, narrow)),
+    ] {
+        let (wide, tall) = (wide.unwrap(), tall.unwrap());
+        assert!(wide.contains(r#"class="chart" "#) && wide.contains(r#"viewBox="0 0 960 300""#));
+        assert!(!wide.contains("translate("), "wide: side by side");
+        assert!(tall.contains(r#"class="chart narrow""#));
+        assert!(
+            tall.contains(r#"viewBox="0 0 400 600""#),
+            "two panels of 300"
+        );
+        assert_eq!(count(&tall, r#"<g transform="translate(0 300)">"#), 1);
+        // The same points and markers, only placed differently.
+        for hook in ["chart-point", "knee-marker", "safe-marker", "cdf-curve"] {
+            let hook = format!(r#"data-testid="{hook}""#);
+            assert_eq!(count(&wide, &hook), count(&tall, &hook), "{hook}");
+        }
+    }
+    // A title wider than a narrow panel keeps its name and the limit.
+    let mut slow = document.clone();
+    slow.plan.slo.ttft_p95_ms = Some(1000.0);
+    let english = Look {
+        lang: Lang::En,
+        narrow: true,
+    };
+    let tall = latency(&slow, english).unwrap();
+    assert!(tall.contains(">TTFT · SLO p95"), "{tall}");
+    assert!(latency(&slow, Lang::En.into())
+        .unwrap()
+        .contains(">TTFT: time to first token"));
+    let (wide, tall) = (
+        over_time(&document, Lang::En.into()).unwrap(),
+        over_time(
+            &document,
+            Look {
+                lang: Lang::En,
+                narrow: true,
+            },
+        )
+        .unwrap(),
+    );
+    assert!(tall.contains(r#"viewBox="0 0 400 260""#));
+    assert_eq!(count(&wide, "<rect"), count(&tall, "<rect"));
+}
+
+#[test]
+fn on_a_narrow_screen_the_timeline_legend_wraps_above_the_bars() {
+    let document = document();
+    let wide = timeline(&document, 4, Lang::En.into()).unwrap();
+    let tall = timeline(
+        &document,
+        4,
+        Look {
+            lang: Lang::En,
+            narrow: true,
+        },
+    )
+    .unwrap();
+    assert!(wide.contains(r#"class="bar failed key" x="#));
+    fn key_rows(svg: &str) -> Vec<&str> {
+        let mut ys: Vec<&str> = svg
+            .split(" key\" x=\"")
+            .skip(1)
+            .map(|rest| {
+                rest.split("y=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        ys.dedup();
+        ys
+    }
+    assert_eq!(key_rows(&wide), ["30"]);
+    let rows = key_rows(&tall);
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert_eq!(rows[1], "46", "16 px a row");
+    let first_bar_y = |svg: &str| -> f64 {
+        let at = svg.find(r#"data-testid="timeline-bar""#).unwrap();
+        let rest = &svg[at..];
+        let y = rest
+            .split(" y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        y.parse().unwrap()
+    };
+    assert_eq!(
+        first_bar_y(&tall) - first_bar_y(&wide),
+        16.0 * (rows.len() - 1) as f64,
+        "the bars start below the legend's rows"
+    );
+    assert_eq!(
+        count(&wide, r#"data-testid="timeline-bar""#),
+        count(&tall, r#"data-testid="timeline-bar""#)
     );
 }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::{escape, figure, nice_top, px, say, Svg, BOTTOM, LEFT, RIGHT, WIDTH};
+use super::{escape, figure, nice_top, px, say, Look, Svg, BOTTOM, LEFT, RIGHT};
 use crate::{error::Lang, record::RequestRecord, report::RunDocument};
 
 /// The most requests drawn: beyond, the first ones (by when they were wanted), and
@@ -46,7 +46,8 @@ fn phases(r: &RequestRecord) -> Vec<(&'static str, u64, u64)> {
 /// The requests of the level at `concurrency` (warm-ups left out), as a timeline.
 /// `None` when the level has no request in `document.records` (a run kept without
 /// its records).
-pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<String> {
+pub fn timeline(document: &RunDocument, concurrency: u32, look: Look) -> Option<String> {
+    let lang = look.lang;
     let mut requests: Vec<&RequestRecord> = document
         .records
         .iter()
@@ -64,8 +65,25 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
     let (top_ms, step_ms) = nice_top(span_ms);
     let row = (360.0 / requests.len() as f64).clamp(2.0, 14.0);
     let bar = (row * 0.75).max(1.5);
-    let height = BARS_TOP + row * requests.len() as f64 + BOTTOM;
-    let (left, right) = (LEFT, WIDTH - RIGHT);
+    let (left, right) = (LEFT, look.width() - RIGHT);
+    // The legend: the phases, then a failure; in as many rows as the width needs
+    // (a phone's takes two), the bars below it.
+    let mut legend = Vec::with_capacity(PHASES.len() + 1);
+    let (mut at, mut legend_y) = (left, 30.0);
+    let keys = PHASES
+        .iter()
+        .map(|&(class, en, zh)| (format!("bar {class} key"), say(lang, en, zh)))
+        .chain([("bar failed key".to_owned(), say(lang, "failed", "失败"))]);
+    for (class, label) in keys {
+        let width = 18.0 + super::text_width(label) + 16.0;
+        if at + width > right + RIGHT && at > left {
+            (at, legend_y) = (left, legend_y + 16.0);
+        }
+        legend.push((class, label, at, legend_y));
+        at += width;
+    }
+    let bars_top = BARS_TOP + (legend_y - 30.0);
+    let height = bars_top + row * requests.len() as f64 + BOTTOM;
     let x = |us: u64| left + (us - origin) as f64 / 1e3 / top_ms * (right - left);
     let level_name = match concurrency {
         0 => say(lang, "open loop", "开环").to_owned(),
@@ -77,10 +95,11 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
         "{} · {level_name}",
         say(lang, "Requests over time", "请求时间线")
     );
-    svg.raw(&format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-testid="chart-timeline" data-concurrency="{concurrency}" viewBox="0 0 {WIDTH} {}" role="group" aria-label="{}">"#,
-        px(height),
-        escape(&title)
+    svg.raw(&look.open_svg(
+        "chart-timeline",
+        &format!(r#" data-concurrency="{concurrency}""#),
+        height,
+        &title,
     ));
     let mut heading = title.clone();
     if n_all > requests.len() {
@@ -94,19 +113,13 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
         );
     }
     svg.text("chart-title", (0.0, 16.0), "start", &heading);
-    // Legend: the phases, then a failure.
-    let mut at = left;
-    let legend = PHASES
-        .iter()
-        .map(|&(class, en, zh)| (format!("bar {class} key"), say(lang, en, zh)))
-        .chain([("bar failed key".to_owned(), say(lang, "failed", "失败"))]);
-    for (class, label) in legend {
+    for (class, label, at, y) in legend {
         svg.raw(&format!(
-            r#"<rect class="{class}" x="{}" y="30" width="14" height="10"/>"#,
-            px(at)
+            r#"<rect class="{class}" x="{}" y="{}" width="14" height="10"/>"#,
+            px(at),
+            px(y)
         ));
-        svg.text("legend", (at + 18.0, 39.0), "start", label);
-        at += 18.0 + super::text_width(label) + 16.0;
+        svg.text("legend", (at + 18.0, y + 9.0), "start", label);
     }
     // Time ticks.
     let bottom = height - BOTTOM;
@@ -114,7 +127,7 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
     for i in 0..=n_ticks {
         let ms = i as f64 * step_ms;
         let at = left + ms / top_ms * (right - left);
-        svg.line("grid", (at, BARS_TOP - 4.0), (at, bottom));
+        svg.line("grid", (at, bars_top - 4.0), (at, bottom));
         let label = if top_ms >= 10_000.0 {
             format!("{} s", figure(ms / 1e3))
         } else {
@@ -134,13 +147,13 @@ pub fn timeline(document: &RunDocument, concurrency: u32, lang: Lang) -> Option<
     );
     svg.text(
         "axis-unit",
-        (left - 8.0, BARS_TOP + 8.0),
+        (left - 8.0, bars_top + 8.0),
         "end",
         say(lang, "requests", "请求"),
     );
 
     for (i, r) in requests.iter().enumerate() {
-        let y = BARS_TOP + i as f64 * row + (row - bar) / 2.0;
+        let y = bars_top + i as f64 * row + (row - bar) / 2.0;
         let kind = r.error.as_ref().map_or("ok", |e| e.kind.name());
         let ms = |us: u64| format!("{:.1}", us as f64 / 1e3);
         let tooltip = match &r.error {
