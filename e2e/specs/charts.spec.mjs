@@ -125,6 +125,19 @@ test('a finished ladder is drawn: a point per level and series, markers at the v
   );
   assert.deepEqual(fetched, [pathToFileURL(file).href], 'nothing but the file itself');
   await report.screenshot({ path: screenshotPath('report-en.png'), fullPage: true });
+  // The phone's drawings are in the file too, shown only on a narrow screen.
+  assert.equal(await report.locator('[data-testid="narrow-chart-latency"]').isVisible(), false);
+  await report.setViewportSize({ width: 390, height: 844 });
+  await report.locator('[data-testid="narrow-chart-latency"]').waitFor();
+  assert.equal(await report.locator('[data-testid="chart-latency"]').isVisible(), false);
+  const phoneText = await report.evaluate(() =>
+    [...document.querySelectorAll('figure.narrow svg')].map((svg) => (12 * svg.getBoundingClientRect().width) / svg.viewBox.baseVal.width),
+  );
+  assert.equal(phoneText.length, 5);
+  for (const px of phoneText) assert.ok(px >= 9, `the report's chart text is ${px.toFixed(1)} px on a phone`);
+  const reportWidth = await report.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(reportWidth <= 390, `the report is ${reportWidth} px wide on a 390 px phone`);
+  await report.screenshot({ path: screenshotPath('report-phone-en.png'), fullPage: true });
   await report.close();
 
   // In Chinese.

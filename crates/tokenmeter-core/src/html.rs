@@ -2,12 +2,13 @@
 //! the charts (inline SVG, the same drawing as the page's), the table, the
 //! verdict, the notes, the errors with their hints, and the plan (which never
 //! holds the key), in one language. No script and nothing fetched: it opens from
-//! disk, offline, in any browser, and prints.
+//! disk, offline, in any browser, and prints. Each chart is there twice, wide and
+//! drawn for a phone; the stylesheet shows the one that fits the screen.
 
 use std::fmt::Write;
 
 use crate::{
-    chart::{self, escape},
+    chart::{self, escape, Look},
     error::Lang,
     headline::{Headline, HeadlineLevel},
     report::{article_table, RunDocument, RunStatus},
@@ -34,8 +35,29 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; }
 .errors li { margin-bottom: 8px; } .errors .hint { color: var(--muted); }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 12px; overflow-x: auto; font-size: 12px; }
 footer { color: var(--muted); font-size: 12px; margin-top: 28px; }
-@media print { body { background: #fff; } figure, .table, .verdict { break-inside: avoid; } }
+figure.narrow { display: none; }
+@media (max-width: 640px) {
+  body { padding: 10px; } figure { padding: 8px 6px 2px; }
+  figure.wide { display: none; } figure.narrow { display: block; }
+}
+@media print { body { background: #fff; } figure, .table, .verdict { break-inside: avoid; }
+  figure.wide { display: block; } figure.narrow { display: none; } }
 ";
+
+/// A chart in both drawings, wide and narrow (for a phone: the stylesheet shows it
+/// below 640 px). The narrow copy's hooks carry a `narrow-` prefix
+/// (`narrow-chart-latency`, `narrow-chart-point`), so a script that counts a
+/// chart's points counts each once.
+fn write_chart(out: &mut String, lang: Lang, draw: impl Fn(Look) -> Option<String>) {
+    let Some(wide) = draw(lang.into()) else {
+        return;
+    };
+    let _ = write!(out, "<figure class=\"wide\">{wide}</figure>");
+    if let Some(narrow) = draw(Look { lang, narrow: true }) {
+        let narrow = narrow.replace(" data-testid=\"", " data-testid=\"narrow-");
+        let _ = write!(out, "<figure class=\"narrow\">{narrow}</figure>");
+    }
+}
 
 /// `en` or `zh` (see [`Lang::pick`]).
 fn say(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
@@ -84,16 +106,12 @@ impl RunDocument {
                 .unwrap_or_default()
         );
         self.html_headline(&mut out, lang);
-        let timeline_level = Headline::of(self).map(|h| h.concurrency);
-        let charts = [
-            chart::latency(self, lang.into()),
-            chart::throughput(self, lang.into()),
-            chart::over_time(self, lang.into()),
-            chart::cdf(self, lang.into()),
-            timeline_level.and_then(|c| chart::timeline(self, c, lang.into())),
-        ];
-        for svg in charts.into_iter().flatten() {
-            let _ = write!(out, "<figure>{svg}</figure>");
+        write_chart(&mut out, lang, |look| chart::latency(self, look));
+        write_chart(&mut out, lang, |look| chart::throughput(self, look));
+        write_chart(&mut out, lang, |look| chart::over_time(self, look));
+        write_chart(&mut out, lang, |look| chart::cdf(self, look));
+        if let Some(level) = Headline::of(self).map(|h| h.concurrency) {
+            write_chart(&mut out, lang, |look| chart::timeline(self, level, look));
         }
         self.html_table(&mut out, lang);
         let _ = write!(
@@ -242,9 +260,7 @@ impl RunDocument {
             let _ = write!(out, "<li>{}</li>", escape(&line));
         }
         out.push_str("</ul>");
-        if let Some(svg) = chart::ab(self, lang.into()) {
-            let _ = write!(out, "<figure>{svg}</figure>");
-        }
+        write_chart(out, lang, |look| chart::ab(self, look));
         let n_targets = self.ab.len() + 1;
         let _ = write!(
             out,
@@ -369,6 +385,44 @@ mod tests {
         assert!(html.contains("<th>TTFT p95</th>"));
         assert!(html.contains("Server error (5xx)") && html.contains("HTTP 503"));
         assert!(html.contains(&escape(&doc.verdict.text(Lang::En))));
+    }
+
+    #[test]
+    fn every_chart_is_there_for_a_phone_too_with_its_hooks_apart() {
+        let doc = document();
+        let html = doc.html(Lang::En);
+        let count = |needle: &str| html.matches(needle).count();
+        for chart in [
+            "chart-latency",
+            "chart-throughput",
+            "chart-over-time",
+            "chart-cdf",
+            "chart-timeline",
+        ] {
+            assert_eq!(count(&format!(r#"data-testid="{chart}""#)), 1, "{chart}");
+            assert_eq!(
+                count(&format!(r#"data-testid="narrow-{chart}""#)),
+                1,
+                "{chart}"
+            );
+        }
+        let points = count(r#"data-testid="chart-point""#);
+        assert_eq!(
+            points,
+            count(r#"data-testid="narrow-chart-point""#),
+            "the same points in both drawings"
+        );
+        let wide_points = chart::latency(&doc, Lang::En.into())
+            .unwrap()
+            .matches(r#"data-testid="chart-point""#)
+            .count()
+            + chart::throughput(&doc, Lang::En.into())
+                .unwrap()
+                .matches(r#"data-testid="chart-point""#)
+                .count();
+        assert_eq!(points, wide_points, "counted once under the stable hook");
+        assert_eq!(count(r#"<figure class="narrow"><svg"#), 5);
+        assert!(html.contains(r#"class="chart narrow""#));
     }
 
     #[test]
