@@ -216,6 +216,12 @@ test('on a phone the page keeps to the screen: wide tables and charts scroll or 
     assert.ok(chart.textPx >= 9, `${chart.id}'s text is ${chart.textPx.toFixed(1)} px on a phone`);
   }
 
+  // In Chinese: a title wider than the phone keeps its name and the SLO.
+  await app.byTestId('lang-zh').click();
+  await page.waitForFunction(() => /首 token 时延|TTFT ·/.test(document.querySelector('[data-testid="chart-latency"]').textContent));
+  for (const chart of await drawn()) assert.ok(chart.narrow && chart.textPx >= 9, `${chart.id} in Chinese on a phone`);
+  await app.screenshot(screenshotPath('phone-zh.png'));
+  await app.byTestId('lang-en').click();
   // Turned sideways into a wide window, the same charts are drawn wide again.
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.waitForFunction(() => !document.querySelector('[data-testid="chart-latency"]').classList.contains('narrow'));
