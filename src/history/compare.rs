@@ -55,7 +55,10 @@ pub fn comparison(now: &RunDocument, kept: &[Arc<RunDocument>], look: Look) -> i
     let said = differences(now, then, lang);
     let drawn: Vec<&RunDocument> = kept.iter().map(|k| k.as_ref()).collect();
     let overlay = chart::compare(now, &drawn, look);
-    let title = format!("Compared with {} ({})", then.started_at, then.plan.model);
+    let title = match lang {
+        Lang::En => format!("Against the baseline, {}", chart::run_name(then)),
+        Lang::Zh => format!("与基线（{}）相比", chart::run_name(then)),
+    };
     // The other kept runs: what changed against each, in words.
     let others = kept
         .iter()

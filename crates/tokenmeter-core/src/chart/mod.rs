@@ -761,8 +761,14 @@ pub fn compared_name(then: &RunDocument, rank: usize, lang: Lang) -> String {
     if rank == 0 {
         return say(lang, "baseline", "基线").into();
     }
-    let started: String = then.started_at.chars().take(16).collect();
-    format!("{} · {}", started.replace('T', " "), then.plan.model)
+    run_name(then)
+}
+
+/// A kept run as people tell them apart: when it started, to the minute, and its
+/// model (`2026-12-03 14:05 · qwen2.5-7b`).
+pub fn run_name(run: &RunDocument) -> String {
+    let started: String = run.started_at.chars().take(16).collect();
+    format!("{} · {}", started.replace('T', " "), run.plan.model)
 }
 
 /// This run over up to [`MAX_COMPARED`] kept runs: p95 TTFT and output tokens/s
