@@ -179,6 +179,17 @@ test('while a run goes, its charts grow from the progress', async () => {
   const live = page.locator('[data-testid="live"] [data-testid="chart-live"]');
   assert.ok((await live.locator('[data-testid="chart-point"]').count()) >= 3, 'TTFT p50, p95 and tokens/s of level 1 at least');
   await app.screenshot(screenshotPath('charts-live-en.png'));
+  // In Chinese while it goes (the run has seconds left: 6 requests of 64 tokens a level).
+  await app.byTestId('lang-zh').click();
+  if ((await app.status()) === 'running') {
+    assert.match(await live.textContent(), /目前的 TTFT/);
+    const table = page.locator('[data-testid="live"] table');
+    assert.match(await table.locator('thead').textContent(), /并发.*状态.*进行中/);
+    // The row's hook stays English; its cell says it in Chinese.
+    const row = page.locator('[data-testid="live-row"][data-state="running"]').first();
+    if (await row.count()) assert.equal(await row.locator('td').nth(1).textContent(), '运行中');
+    await app.screenshot(screenshotPath('charts-live-zh.png'));
+  }
   await app.waitForStatus('done');
   await page.close();
 });

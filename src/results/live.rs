@@ -21,13 +21,26 @@ fn ms(value: Option<f64>) -> String {
     value.map_or("–".into(), |v| format!("{v:.1}"))
 }
 
+/// The live table's headings, in English and Chinese.
+const HEADINGS: [(&str, &str); 9] = [
+    ("concurrency", "并发"),
+    ("state", "状态"),
+    ("done", "完成"),
+    ("in flight", "进行中"),
+    ("failed", "失败"),
+    ("elapsed s", "耗时 秒"),
+    ("TTFT p50 ms", "TTFT p50 毫秒"),
+    ("TTFT p95 ms", "TTFT p95 毫秒"),
+    ("output tok/s", "输出 token/秒"),
+];
+
 #[component]
 pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
     let progress: Memo<Option<Progress>> =
         Memo::new(move |_| run.view.with(|view| view.progress().cloned()));
     let started = Memo::new(move |_| progress.with(Option::is_some));
-    let with_progress = move |f: fn(&Progress) -> String| {
-        move || progress.with(|p| p.as_ref().map(f).unwrap_or_default())
+    let with_progress = move |f: fn(&Progress, Lang) -> String| {
+        move || progress.with(|p| p.as_ref().map(|p| f(p, lang.get())).unwrap_or_default())
     };
     let notes = move || {
         progress.with(|p| {
@@ -81,17 +94,19 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
     view! {
         <Show
             when=move || started.get()
-            fallback=|| view! { <p class="muted" data-testid="live-starting">"Starting…"</p> }
+            fallback=move || view! { <p class="muted" data-testid="live-starting">{move || lang.get().pick("Starting…", "正在启动…")}</p> }
         >
             <div class="live" data-testid="live">
                 <p class="muted">
-                    {with_progress(|p| {
-                        let warmup = if p.n_warmup > 0 {
-                            format!("warm-up {}/{} · ", p.n_warmup_done, p.n_warmup)
-                        } else {
-                            String::new()
-                        };
-                        format!("{warmup}elapsed {:.1} s", p.elapsed_ms / 1e3)
+                    {with_progress(|p, lang| {
+                        let elapsed_s = p.elapsed_ms / 1e3;
+                        let (warmup, done) = (p.n_warmup, p.n_warmup_done);
+                        match (lang, warmup > 0) {
+                            (Lang::En, true) => format!("warm-up {done}/{warmup} · elapsed {elapsed_s:.1} s"),
+                            (Lang::En, false) => format!("elapsed {elapsed_s:.1} s"),
+                            (Lang::Zh, true) => format!("预热 {done}/{warmup} · 已用 {elapsed_s:.1} 秒"),
+                            (Lang::Zh, false) => format!("已用 {elapsed_s:.1} 秒"),
+                        }
                     })}
                 </p>
                 <Show when=move || !notes().is_empty()>
@@ -103,20 +118,15 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                 <table class="grid">
                     <thead>
                         <tr>
-                            <th>"concurrency"</th>
-                            <th>"state"</th>
-                            <th>"done"</th>
-                            <th>"in flight"</th>
-                            <th>"failed"</th>
-                            <th>"elapsed s"</th>
-                            <th>"TTFT p50 ms"</th>
-                            <th>"TTFT p95 ms"</th>
-                            <th>"output tok/s"</th>
+                            {HEADINGS
+                                .iter()
+                                .map(|&(en, zh)| view! { <th>{move || lang.get().pick(en, zh)}</th> })
+                                .collect_view()}
                         </tr>
                     </thead>
                     <tbody>
                         <For each=level_keys key=|key| *key let:key>
-                            <LiveRow progress=progress index=key.0/>
+                            <LiveRow progress=progress index=key.0 lang=lang/>
                         </For>
                     </tbody>
                 </table>
@@ -131,7 +141,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
 }
 
 #[component]
-fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
+fn LiveRow(progress: Memo<Option<Progress>>, index: usize, lang: RwSignal<Lang>) -> impl IntoView {
     let level = Memo::new(move |_| {
         progress.with(|p| {
             p.as_ref()
@@ -140,10 +150,11 @@ fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
         })
     });
     let cell = move |f: fn(&LevelProgress) -> String| move || level.with(f);
+    // The hook (`data-state`) stays English; the cell is in the page's language.
     let state = move || match level.with(|l| l.state) {
-        LevelState::Waiting => "waiting",
-        LevelState::Running => "running",
-        LevelState::Done => "done",
+        LevelState::Waiting => ("waiting", "等待"),
+        LevelState::Running => ("running", "运行中"),
+        LevelState::Done => ("done", "完成"),
     };
     view! {
         <tr
@@ -151,20 +162,24 @@ fn LiveRow(progress: Memo<Option<Progress>>, index: usize) -> impl IntoView {
             data-concurrency=move || level.with(|l| l.concurrency)
             data-repetition=move || level.with(|l| l.repetition)
             data-target=move || level.with(|l| l.target)
-            data-state=state
+            data-state=move || state().0
         >
-            <td>{cell(|l| {
+            <td>{move || level.with(|l| {
                 let mut name = level_name(Some(l.concurrency));
                 if l.target > 0 {
                     // An A/B plan's other target (A is the plan's own).
                     name.push_str(&format!(" · {}", Plan::target_label(l.target as usize)));
                 }
                 if l.repetition > 0 {
-                    name.push_str(&format!(" · pass {}", l.repetition + 1));
+                    let pass = l.repetition + 1;
+                    name.push_str(&match lang.get() {
+                        Lang::En => format!(" · pass {pass}"),
+                        Lang::Zh => format!(" · 第 {pass} 轮"),
+                    });
                 }
                 name
             })}</td>
-            <td>{state}</td>
+            <td>{move || lang.get().pick(state().0, state().1)}</td>
             <td>{cell(|l| if l.n_planned > 0 { format!("{}/{}", l.n_done, l.n_planned) } else { l.n_done.to_string() })}</td>
             <td>{cell(|l| l.n_in_flight.to_string())}</td>
             <td>{cell(|l| l.n_failed.to_string())}</td>
