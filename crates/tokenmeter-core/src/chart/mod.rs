@@ -320,17 +320,13 @@ struct Chart {
     ticks: Vec<(f64, String)>,
     /// An open-loop run: x is the offered rate, not a concurrency.
     open_loop: bool,
-    lang: Lang,
-    narrow: bool,
+    look: Look,
 }
 
 impl Chart {
     fn draw(&self) -> String {
         let mut svg = Svg::default();
-        let look = Look {
-            lang: self.lang,
-            narrow: self.narrow,
-        };
+        let look = self.look;
         let n = self.panels.len();
         svg.raw(&look.open_svg(self.testid, "", look.height(n, HEIGHT), &self.title));
         for (i, panel) in self.panels.iter().enumerate() {
@@ -367,7 +363,10 @@ impl Chart {
         // name ("TTFT", not "TTFT: time to first token"): the glossary explains.
         let off_chart = match (&panel.limit, limit_in_reach) {
             (Some((_, label)), None) => {
-                format!(" · {label} {}", say(self.lang, "(above)", "（在图外）"))
+                format!(
+                    " · {label} {}",
+                    say(self.look.lang, "(above)", "（在图外）")
+                )
             }
             _ => String::new(),
         };
@@ -485,19 +484,19 @@ impl Chart {
             format!(
                 "{} {}",
                 figure(level.x),
-                say(self.lang, "req/s offered", "请求/秒到达")
+                say(self.look.lang, "req/s offered", "请求/秒到达")
             )
         } else {
             format!(
                 "{} {}",
-                say(self.lang, "concurrency", "并发"),
+                say(self.look.lang, "concurrency", "并发"),
                 level.concurrency
             )
         };
         let mut tooltip = format!("{} · {at}: {value_text}", series.label);
         if level.distorted {
             tooltip.push_str(say(
-                self.lang,
+                self.look.lang,
                 " (left out of the verdict: the browser or the engine shaped this level)",
                 "（未计入结论：这一档受浏览器或测量引擎影响）",
             ));
@@ -669,8 +668,7 @@ pub fn latency(document: &RunDocument, look: Look) -> Option<String> {
             markers: markers(document, &levels, lang),
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
-            lang,
-            narrow: look.narrow,
+            look,
         }
         .draw(),
     )
@@ -736,8 +734,7 @@ pub fn throughput(document: &RunDocument, look: Look) -> Option<String> {
             markers: markers(document, &levels, lang),
             ticks: ticks(&levels),
             open_loop: matches!(document.plan.load, LoadMode::Arrivals { .. }),
-            lang,
-            narrow: look.narrow,
+            look,
         }
         .draw(),
     )
@@ -898,8 +895,7 @@ fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, look: Look)
             markers: Vec::new(),
             ticks,
             open_loop: false,
-            lang,
-            narrow: look.narrow,
+            look,
         }
         .draw(),
     )
@@ -979,8 +975,7 @@ pub fn live(points: &[LivePoint], look: Look) -> Option<String> {
             markers: Vec::new(),
             ticks: levels.iter().map(|(at, _)| (at.x, figure(at.x))).collect(),
             open_loop: false,
-            lang,
-            narrow: look.narrow,
+            look,
         }
         .draw(),
     )

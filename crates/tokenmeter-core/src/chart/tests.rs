@@ -381,6 +381,20 @@ fn the_comparison_overlays_both_runs() {
         0,
         "one kept run: one baseline"
     );
+    // Two runs' names fit one row: the legend stays where it always was.
+    let legends: Vec<&str> = svg
+        .split(r#"<text class="legend" x=""#)
+        .skip(1)
+        .map(|rest| {
+            rest.split(r#"y=""#)
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(legends, ["40"; 4], "one row in each panel");
 }
 
 #[test]
