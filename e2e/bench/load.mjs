@@ -2,7 +2,9 @@
 // streams over HTTP/2 and 1 to 6 over HTTP/1.1, several waves each, measured by
 // tokenmeter's page and, in the same session against the same simulator, by a
 // minimal baseline page (fetch + ReadableStream on the page thread, no framework:
-// what the browser itself allows on this machine). Every request is paired with
+// what the browser itself allows on this machine; its TTFT after send comes from
+// Resource Timing too, so both pages' share of the browser's delivery is printed
+// side by side). Every request is paired with
 // what the simulator wrote for it (its truth record, by response id). Prints
 // figures; asserts nothing. The browser is driven without Playwright (see cdp.mjs):
 // a driver's per-chunk network events would cost more than the page measured.
@@ -130,7 +132,7 @@ function header(label) {
   console.log(`\n${label}: ${MAX_TOKENS} tokens per request, ${WAVES} waves per level; Δ = page − written (paired, ms)`);
   console.log(
     [
-      'streams', 'ΔTTFT p50', 'p95', 'base p50', 'p95', 'ratio', 'after send p50', 'p95', 'wait p50',
+      'streams', 'ΔTTFT p50', 'p95', 'base p50', 'p95', 'ratio', 'after send p50', 'p95', 'base p50', 'p95', 'wait p50', 'base',
       'TPOT err', 'base', 'ITL Δp50', 'Δp99', 'tokens', 'sim late p99', 'lag max@when/p95', 'busy',
     ].join(' | '),
   );
@@ -140,7 +142,7 @@ function row(concurrency, tm, base) {
   console.log(
     [
       concurrency, f(tm.d50), f(tm.d95), f(base.d50), f(base.d95), f(tm.d50 / base.d50, 2),
-      f(tm.after50), f(tm.after95), f(tm.wait50), pct(tm.tpot), pct(base.tpot), f(tm.itl50, 2), f(tm.itl99, 2),
+      f(tm.after50), f(tm.after95), f(base.after50), f(base.after95), f(tm.wait50), f(base.wait50), pct(tm.tpot), pct(base.tpot), f(tm.itl50, 2), f(tm.itl99, 2),
       `${tm.exact}/${tm.n}`, `${f(tm.lateness.p99_us / 1e3)} ms`, tm.lag, tm.busy,
     ].join(' | ') + (tm.distorted ? ` (flagged: ${tm.distorted})` : ''),
   );
