@@ -8,13 +8,17 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{
+    de::{self, IntoDeserializer},
+    Deserialize, Deserializer, Serialize,
+};
 
 use crate::{
     browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
     record::RequestRecord,
     summary::Summary,
+    tagged::{need, WireError},
 };
 
 fn http1() -> String {
@@ -27,7 +31,7 @@ fn six() -> u32 {
 
 /// Something that affected the figures of a run or of one level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "ConditionWire")]
 pub enum RunCondition {
     /// The browser spoke HTTP/1.1 at a level above its per-host connection limit
     /// and held requests back before sending them.
@@ -126,12 +130,183 @@ pub enum NoResponseCause {
 
 /// What interrupted a run (see [`RunCondition::Interrupted`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
+#[serde(tag = "by", rename_all = "snake_case", try_from = "InterruptionWire")]
 pub enum Interruption {
     /// The page was closed or reloaded (or the browser stopped) during the run.
     PageClosed,
     /// The engine worker stopped: it crashed, ran out of memory, or went silent.
     EngineStopped { reason: String },
+}
+
+/// Every field of every [`RunCondition`], read in one pass (see [`crate::tagged`]).
+#[derive(Deserialize)]
+struct ConditionWire {
+    kind: String,
+    concurrency: Option<u32>,
+    wait_p95_ms: Option<f64>,
+    ttft_after_send_p50_ms: Option<f64>,
+    protocol: Option<String>,
+    connections: Option<u32>,
+    wait_hidden: Option<bool>,
+    n_requests: Option<u64>,
+    wait_ms: Option<f64>,
+    hidden_ms: Option<f64>,
+    lag_ms: Option<f64>,
+    lag_p95_ms: Option<f64>,
+    resolution_us: Option<f64>,
+    cause: Option<CauseWire>,
+    page_origin: Option<String>,
+    n_records: Option<u64>,
+    tool: Option<String>,
+    missing: Option<Vec<String>>,
+    locust_version: Option<String>,
+    n_workers: Option<u32>,
+    hosts: Option<Vec<String>>,
+    limit: Option<u32>,
+}
+
+/// `cause` is a string in `no_response` and an object in `interrupted`.
+enum CauseWire {
+    NoResponse(NoResponseCause),
+    Interrupted(Interruption),
+}
+
+impl<'de> Deserialize<'de> for CauseWire {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = CauseWire;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a no-response cause (a string) or an interruption (an object)")
+            }
+
+            fn visit_str<E: de::Error>(self, cause: &str) -> Result<CauseWire, E> {
+                NoResponseCause::deserialize(cause.into_deserializer()).map(CauseWire::NoResponse)
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<CauseWire, A::Error> {
+                Interruption::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(CauseWire::Interrupted)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl TryFrom<ConditionWire> for RunCondition {
+    type Error = WireError;
+
+    fn try_from(w: ConditionWire) -> Result<Self, WireError> {
+        let k = w.kind.as_str();
+        let wrong_cause = || WireError::Missing {
+            tag: k.to_owned(),
+            field: "cause",
+        };
+        Ok(match k {
+            "browser_queue" => RunCondition::BrowserQueue {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+                wait_p95_ms: w.wait_p95_ms,
+                ttft_after_send_p50_ms: w.ttft_after_send_p50_ms,
+                protocol: w.protocol.unwrap_or_else(http1),
+                connections: w.connections.unwrap_or_else(six),
+                wait_hidden: w.wait_hidden.unwrap_or_default(),
+            },
+            "uncached_preflight" => RunCondition::UncachedPreflight {
+                n_requests: need(w.n_requests, k, "n_requests")?,
+                wait_ms: need(w.wait_ms, k, "wait_ms")?,
+            },
+            "hidden_page" => RunCondition::HiddenPage {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+                hidden_ms: need(w.hidden_ms, k, "hidden_ms")?,
+            },
+            "engine_lag" => RunCondition::EngineLag {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+                lag_ms: need(w.lag_ms, k, "lag_ms")?,
+                lag_p95_ms: w.lag_p95_ms,
+            },
+            "timing_hidden" => RunCondition::TimingHidden {
+                n_requests: need(w.n_requests, k, "n_requests")?,
+            },
+            "coarse_timer" => RunCondition::CoarseTimer {
+                resolution_us: need(w.resolution_us, k, "resolution_us")?,
+            },
+            "no_response" => RunCondition::NoResponse {
+                n_requests: need(w.n_requests, k, "n_requests")?,
+                cause: match w.cause {
+                    Some(CauseWire::NoResponse(cause)) => cause,
+                    _ => return Err(wrong_cause()),
+                },
+                page_origin: w.page_origin,
+            },
+            "interrupted" => RunCondition::Interrupted {
+                cause: match w.cause {
+                    Some(CauseWire::Interrupted(cause)) => cause,
+                    _ => return Err(wrong_cause()),
+                },
+                n_records: need(w.n_records, k, "n_records")?,
+            },
+            "records_not_kept" => RunCondition::RecordsNotKept {
+                n_records: need(w.n_records, k, "n_records")?,
+            },
+            "imported" => RunCondition::Imported {
+                tool: need(w.tool, k, "tool")?,
+                missing: need(w.missing, k, "missing")?,
+            },
+            "locust" => RunCondition::Locust {
+                locust_version: need(w.locust_version, k, "locust_version")?,
+                n_workers: need(w.n_workers, k, "n_workers")?,
+                hosts: need(w.hosts, k, "hosts")?,
+            },
+            "request_cap_reached" => RunCondition::RequestCapReached {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+                limit: need(w.limit, k, "limit")?,
+            },
+            _ => {
+                return Err(WireError::UnknownTag {
+                    tag: w.kind,
+                    expected: &[
+                        "browser_queue",
+                        "uncached_preflight",
+                        "hidden_page",
+                        "engine_lag",
+                        "timing_hidden",
+                        "coarse_timer",
+                        "no_response",
+                        "interrupted",
+                        "records_not_kept",
+                        "imported",
+                        "locust",
+                        "request_cap_reached",
+                    ],
+                })
+            }
+        })
+    }
+}
+
+/// Every field of every [`Interruption`] (see [`crate::tagged`]).
+#[derive(Deserialize)]
+struct InterruptionWire {
+    by: String,
+    reason: Option<String>,
+}
+
+impl TryFrom<InterruptionWire> for Interruption {
+    type Error = WireError;
+
+    fn try_from(w: InterruptionWire) -> Result<Self, WireError> {
+        match w.by.as_str() {
+            "page_closed" => Ok(Interruption::PageClosed),
+            "engine_stopped" => Ok(Interruption::EngineStopped {
+                reason: need(w.reason, &w.by, "reason")?,
+            }),
+            _ => Err(WireError::UnknownTag {
+                tag: w.by,
+                expected: &["page_closed", "engine_stopped"],
+            }),
+        }
+    }
 }
 
 impl RunCondition {
@@ -606,6 +781,93 @@ mod tests {
             r#"{"kind":"engine_lag","concurrency":4,"lag_ms":60.0}"#
         );
         assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn every_condition_reads_back_as_written() {
+        let all = vec![
+            RunCondition::BrowserQueue {
+                concurrency: 8,
+                wait_p95_ms: Some(900.5),
+                ttft_after_send_p50_ms: None,
+                protocol: "h2".into(),
+                connections: 6,
+                wait_hidden: true,
+            },
+            RunCondition::UncachedPreflight {
+                n_requests: 5,
+                wait_ms: 41.0,
+            },
+            RunCondition::HiddenPage {
+                concurrency: 2,
+                hidden_ms: 1500.0,
+            },
+            RunCondition::EngineLag {
+                concurrency: 64,
+                lag_ms: 41.0,
+                lag_p95_ms: Some(3.5),
+            },
+            RunCondition::TimingHidden { n_requests: 12 },
+            RunCondition::CoarseTimer {
+                resolution_us: 100.0,
+            },
+            RunCondition::NoResponse {
+                n_requests: 3,
+                cause: NoResponseCause::CorsPreflight,
+                page_origin: Some("https://tm.example".into()),
+            },
+            RunCondition::Interrupted {
+                cause: Interruption::PageClosed,
+                n_records: 7,
+            },
+            RunCondition::Interrupted {
+                cause: Interruption::EngineStopped {
+                    reason: "went silent".into(),
+                },
+                n_records: 0,
+            },
+            RunCondition::RecordsNotKept { n_records: 10_000 },
+            RunCondition::Imported {
+                tool: "vllm bench serve".into(),
+                missing: vec!["ITL".into()],
+            },
+            RunCondition::Locust {
+                locust_version: "2.32.0".into(),
+                n_workers: 2,
+                hosts: vec!["a".into(), "b".into()],
+            },
+            RunCondition::RequestCapReached {
+                concurrency: 512,
+                limit: 100_000,
+            },
+        ];
+        let json = serde_json::to_string(&all).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Vec<RunCondition>>(&json).unwrap(),
+            all
+        );
+    }
+
+    #[test]
+    fn a_condition_that_cannot_be_read_says_why() {
+        let error = |json: &str| {
+            serde_json::from_str::<RunCondition>(json)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(r#"{"kind":"hidden_page","concurrency":2}"#).contains("hidden_ms"));
+        assert!(error(r#"{"kind":"weather"}"#).contains("weather"));
+        // Each variant's `cause` has its own shape.
+        assert!(
+            error(r#"{"kind":"no_response","n_requests":1,"cause":{"by":"page_closed"}}"#)
+                .contains("cause")
+        );
+        assert!(error(r#"{"kind":"interrupted","n_records":1,"cause":"cors"}"#).contains("cause"));
+        assert!(error(r#"{"kind":"no_response","n_requests":1,"cause":"rain"}"#).contains("rain"));
+        assert!(
+            error(r#"{"kind":"interrupted","n_records":1,"cause":{"by":"engine_stopped"}}"#)
+                .contains("reason")
+        );
     }
 
     #[test]

@@ -35,5 +35,6 @@ pub mod sse;
 pub mod stats;
 pub mod stream;
 pub mod summary;
+pub mod tagged;
 pub mod verdict;
 pub mod vllm;

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::{
     search::{self, SloSearch},
     stream::{BodySpec, EndpointKind},
+    tagged::{need, WireError},
 };
 
 /// The plan format version this crate writes.
@@ -93,7 +94,7 @@ pub enum PromptSpec {
 
 /// How load is applied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode")]
+#[serde(rename_all = "snake_case", tag = "mode", try_from = "LoadModeWire")]
 pub enum LoadMode {
     /// Closed loop: for each level, keep `concurrency` requests in flight until
     /// `requests_per_level` have been sent.
@@ -120,6 +121,56 @@ pub enum LoadMode {
         max_concurrency: u32,
         requests_per_probe: u32,
     },
+}
+
+/// Every field of every [`LoadMode`], read in one pass (see [`crate::tagged`]).
+#[derive(Deserialize)]
+struct LoadModeWire {
+    mode: String,
+    levels: Option<Vec<u32>>,
+    requests_per_level: Option<u32>,
+    rate_rps: Option<f64>,
+    poisson: Option<bool>,
+    n_requests: Option<u32>,
+    seed: Option<u64>,
+    concurrency: Option<u32>,
+    seconds: Option<f64>,
+    max_concurrency: Option<u32>,
+    requests_per_probe: Option<u32>,
+}
+
+impl TryFrom<LoadModeWire> for LoadMode {
+    type Error = WireError;
+
+    fn try_from(w: LoadModeWire) -> Result<Self, WireError> {
+        let m = w.mode.as_str();
+        Ok(match m {
+            "ladder" => LoadMode::Ladder {
+                levels: need(w.levels, m, "levels")?,
+                requests_per_level: need(w.requests_per_level, m, "requests_per_level")?,
+            },
+            "arrivals" => LoadMode::Arrivals {
+                rate_rps: need(w.rate_rps, m, "rate_rps")?,
+                poisson: need(w.poisson, m, "poisson")?,
+                n_requests: need(w.n_requests, m, "n_requests")?,
+                seed: need(w.seed, m, "seed")?,
+            },
+            "duration" => LoadMode::Duration {
+                concurrency: need(w.concurrency, m, "concurrency")?,
+                seconds: need(w.seconds, m, "seconds")?,
+            },
+            "slo_search" => LoadMode::SloSearch {
+                max_concurrency: need(w.max_concurrency, m, "max_concurrency")?,
+                requests_per_probe: need(w.requests_per_probe, m, "requests_per_probe")?,
+            },
+            _ => {
+                return Err(WireError::UnknownTag {
+                    tag: w.mode,
+                    expected: &["ladder", "arrivals", "duration", "slo_search"],
+                })
+            }
+        })
+    }
 }
 
 /// Another endpoint of an A/B plan: the plan with this base URL, model and extra
@@ -828,6 +879,43 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_load_mode_reads_back_as_written() {
+        let all = vec![
+            LoadMode::Ladder {
+                levels: vec![1, 2, 4],
+                requests_per_level: 20,
+            },
+            LoadMode::Arrivals {
+                rate_rps: 2.5,
+                poisson: true,
+                n_requests: 100,
+                seed: u64::MAX,
+            },
+            LoadMode::Duration {
+                concurrency: 8,
+                seconds: 30.0,
+            },
+            LoadMode::SloSearch {
+                max_concurrency: 64,
+                requests_per_probe: 32,
+            },
+        ];
+        let json = serde_json::to_string(&all).unwrap();
+        assert!(
+            json.starts_with(r#"[{"mode":"ladder","levels":[1,2,4]"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Vec<LoadMode>>(&json).unwrap(), all);
+        let error = |json: &str| {
+            serde_json::from_str::<LoadMode>(json)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(r#"{"mode":"ladder","levels":[1]}"#).contains("requests_per_level"));
+        assert!(error(r#"{"mode":"soak"}"#).contains("soak"));
+    }
 
     #[test]
     fn request_headers_carry_the_key_as_the_plan_says() {

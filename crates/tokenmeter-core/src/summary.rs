@@ -22,6 +22,7 @@ use crate::{
     plan::Slo,
     record::{RequestRecord, TokenSource},
     stats::Distribution,
+    tagged::{need, WireError},
 };
 
 const US_PER_S: f64 = 1e6;
@@ -465,7 +466,7 @@ impl PassFigures {
 
 /// Why a level's figures are the tool's or the browser's as much as the server's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
+#[serde(tag = "by", rename_all = "snake_case", try_from = "DistortionWire")]
 pub enum Distortion {
     /// The browser held requests back in its own per-host queue (`protocol`,
     /// `connections` in flight at most): the server never saw this concurrency.
@@ -473,6 +474,36 @@ pub enum Distortion {
     /// The measuring engine's own event loop ran this late (p95 of its ticks while
     /// requests were in flight, ms): timestamps moved by as much.
     Engine { lag_p95_ms: f64 },
+}
+
+/// Every field of every [`Distortion`] (see [`crate::tagged`]).
+#[derive(Deserialize)]
+struct DistortionWire {
+    by: String,
+    protocol: Option<String>,
+    connections: Option<u32>,
+    lag_p95_ms: Option<f64>,
+}
+
+impl TryFrom<DistortionWire> for Distortion {
+    type Error = WireError;
+
+    fn try_from(w: DistortionWire) -> Result<Self, WireError> {
+        let by = w.by.as_str();
+        match by {
+            "browser_queue" => Ok(Distortion::BrowserQueue {
+                protocol: need(w.protocol, by, "protocol")?,
+                connections: need(w.connections, by, "connections")?,
+            }),
+            "engine" => Ok(Distortion::Engine {
+                lag_p95_ms: need(w.lag_p95_ms, by, "lag_p95_ms")?,
+            }),
+            _ => Err(WireError::UnknownTag {
+                tag: w.by,
+                expected: &["browser_queue", "engine"],
+            }),
+        }
+    }
 }
 
 impl Summary {
@@ -508,6 +539,25 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distortions_read_back_as_written() {
+        let all = vec![
+            Distortion::BrowserQueue {
+                protocol: "http/1.1".into(),
+                connections: 6,
+            },
+            Distortion::Engine { lag_p95_ms: 24.5 },
+        ];
+        let json = serde_json::to_string(&all).unwrap();
+        assert_eq!(
+            json,
+            r#"[{"by":"browser_queue","protocol":"http/1.1","connections":6},{"by":"engine","lag_p95_ms":24.5}]"#
+        );
+        assert_eq!(serde_json::from_str::<Vec<Distortion>>(&json).unwrap(), all);
+        let error = serde_json::from_str::<Distortion>(r#"{"by":"engine"}"#).unwrap_err();
+        assert!(error.to_string().contains("lag_p95_ms"), "{error}");
+    }
 
     #[test]
     fn a_server_claiming_absurd_usage_panics_nothing() {

@@ -4,7 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{browser::HTTP1, error::Lang};
+use crate::{
+    browser::HTTP1,
+    error::Lang,
+    tagged::{need, WireError},
+};
 
 fn http1() -> String {
     HTTP1.to_owned()
@@ -12,7 +16,7 @@ fn http1() -> String {
 
 /// One sentence of a verdict, with the figures it states.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "SentenceWire")]
 pub enum Sentence {
     /// No level had a successful request.
     NothingSucceeded,
@@ -114,6 +118,171 @@ pub enum Sentence {
         n_good: u64,
         confidence_pct: Option<f64>,
     },
+}
+
+/// Every field of every [`Sentence`], read in one pass (see [`crate::tagged`]).
+#[derive(Deserialize)]
+struct SentenceWire {
+    kind: String,
+    first: Option<u32>,
+    first_tps: Option<f64>,
+    knee: Option<u32>,
+    knee_tps: Option<f64>,
+    next: Option<u32>,
+    next_tps: Option<f64>,
+    gain_pct: Option<f64>,
+    knee_ttft_p95_ms: Option<f64>,
+    next_ttft_p95_ms: Option<f64>,
+    n_fail: Option<u64>,
+    concurrency: Option<u32>,
+    prev: Option<u32>,
+    last: Option<u32>,
+    prev_tps: Option<f64>,
+    last_tps: Option<f64>,
+    up_to: Option<u32>,
+    first_bad: Option<u32>,
+    breaches: Option<Vec<String>>,
+    pct: Option<f64>,
+    rule: Option<u32>,
+    ttft_p95_ms: Option<f64>,
+    safe: Option<u32>,
+    connections: Option<u32>,
+    protocol: Option<String>,
+    levels: Option<Vec<u32>>,
+    lag_p95_ms: Option<f64>,
+    passes: Option<u32>,
+    output_tps_pct: Option<f64>,
+    output_tps_at: Option<u32>,
+    ttft_p95_pct: Option<f64>,
+    highest: Option<u32>,
+    lowest_broken: Option<u32>,
+    max: Option<u32>,
+    n: Option<u64>,
+    n_good: Option<u64>,
+    confidence_pct: Option<f64>,
+}
+
+impl TryFrom<SentenceWire> for Sentence {
+    type Error = WireError;
+
+    fn try_from(w: SentenceWire) -> Result<Self, WireError> {
+        let k = w.kind.as_str();
+        Ok(match k {
+            "nothing_succeeded" => Sentence::NothingSucceeded,
+            "knee" => Sentence::Knee {
+                first: need(w.first, k, "first")?,
+                first_tps: need(w.first_tps, k, "first_tps")?,
+                knee: need(w.knee, k, "knee")?,
+                knee_tps: need(w.knee_tps, k, "knee_tps")?,
+                next: need(w.next, k, "next")?,
+                next_tps: need(w.next_tps, k, "next_tps")?,
+                gain_pct: need(w.gain_pct, k, "gain_pct")?,
+                knee_ttft_p95_ms: w.knee_ttft_p95_ms,
+                next_ttft_p95_ms: w.next_ttft_p95_ms,
+            },
+            "collapsed_above" => Sentence::CollapsedAbove {
+                knee: need(w.knee, k, "knee")?,
+                next: need(w.next, k, "next")?,
+                n_fail: need(w.n_fail, k, "n_fail")?,
+            },
+            "failures_after_knee" => Sentence::FailuresAfterKnee {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+                n_fail: need(w.n_fail, k, "n_fail")?,
+            },
+            "no_knee" => Sentence::NoKnee {
+                prev: need(w.prev, k, "prev")?,
+                last: need(w.last, k, "last")?,
+                prev_tps: need(w.prev_tps, k, "prev_tps")?,
+                last_tps: need(w.last_tps, k, "last_tps")?,
+                gain_pct: need(w.gain_pct, k, "gain_pct")?,
+            },
+            "one_level" => Sentence::OneLevel {
+                concurrency: need(w.concurrency, k, "concurrency")?,
+            },
+            "slo_all" => Sentence::SloAll,
+            "slo_up_to" => Sentence::SloUpTo {
+                up_to: need(w.up_to, k, "up_to")?,
+                first_bad: need(w.first_bad, k, "first_bad")?,
+                breaches: need(w.breaches, k, "breaches")?,
+            },
+            "slo_none" => Sentence::SloNone {
+                first_bad: need(w.first_bad, k, "first_bad")?,
+                breaches: need(w.breaches, k, "breaches")?,
+            },
+            "safe" => Sentence::Safe {
+                pct: need(w.pct, k, "pct")?,
+                rule: need(w.rule, k, "rule")?,
+                ttft_p95_ms: w.ttft_p95_ms,
+            },
+            "safe_lowered" => Sentence::SafeLowered {
+                pct: need(w.pct, k, "pct")?,
+                rule: need(w.rule, k, "rule")?,
+                safe: need(w.safe, k, "safe")?,
+                breaches: need(w.breaches, k, "breaches")?,
+            },
+            "no_safe" => Sentence::NoSafe {
+                pct: need(w.pct, k, "pct")?,
+                rule: need(w.rule, k, "rule")?,
+                breaches: need(w.breaches, k, "breaches")?,
+            },
+            "slo_ok_without_knee" => Sentence::SloOkWithoutKnee {
+                up_to: need(w.up_to, k, "up_to")?,
+            },
+            "browser_limited_knee" => Sentence::BrowserLimitedKnee {
+                connections: need(w.connections, k, "connections")?,
+                protocol: w.protocol.unwrap_or_else(http1),
+            },
+            "left_out_browser_queue" => Sentence::LeftOutBrowserQueue {
+                levels: need(w.levels, k, "levels")?,
+                protocol: need(w.protocol, k, "protocol")?,
+                connections: need(w.connections, k, "connections")?,
+            },
+            "left_out_engine_lag" => Sentence::LeftOutEngineLag {
+                levels: need(w.levels, k, "levels")?,
+                lag_p95_ms: need(w.lag_p95_ms, k, "lag_p95_ms")?,
+            },
+            "noise" => Sentence::Noise {
+                passes: need(w.passes, k, "passes")?,
+                output_tps_pct: need(w.output_tps_pct, k, "output_tps_pct")?,
+                output_tps_at: need(w.output_tps_at, k, "output_tps_at")?,
+                ttft_p95_pct: need(w.ttft_p95_pct, k, "ttft_p95_pct")?,
+            },
+            "search_found" => Sentence::SearchFound {
+                highest: w.highest,
+                lowest_broken: w.lowest_broken,
+                max: need(w.max, k, "max")?,
+                breaches: need(w.breaches, k, "breaches")?,
+                n: need(w.n, k, "n")?,
+                n_good: need(w.n_good, k, "n_good")?,
+                confidence_pct: w.confidence_pct,
+            },
+            _ => {
+                return Err(WireError::UnknownTag {
+                    tag: w.kind,
+                    expected: &[
+                        "nothing_succeeded",
+                        "knee",
+                        "collapsed_above",
+                        "failures_after_knee",
+                        "no_knee",
+                        "one_level",
+                        "slo_all",
+                        "slo_up_to",
+                        "slo_none",
+                        "safe",
+                        "safe_lowered",
+                        "no_safe",
+                        "slo_ok_without_knee",
+                        "browser_limited_knee",
+                        "left_out_browser_queue",
+                        "left_out_engine_lag",
+                        "noise",
+                        "search_found",
+                    ],
+                })
+            }
+        })
+    }
 }
 
 impl Sentence {
@@ -349,4 +518,155 @@ fn list(levels: &[u32], lang: Lang) -> String {
 
 fn ms(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".into(), |v| format!("{v:.0} ms"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<Sentence> {
+        let breaches = vec!["TTFT p95 1200 ms > 1000 ms".to_owned()];
+        vec![
+            Sentence::NothingSucceeded,
+            Sentence::Knee {
+                first: 1,
+                first_tps: 30.5,
+                knee: 8,
+                knee_tps: 210.25,
+                next: 16,
+                next_tps: 215.0,
+                gain_pct: 2.3,
+                knee_ttft_p95_ms: Some(310.0),
+                next_ttft_p95_ms: None,
+            },
+            Sentence::CollapsedAbove {
+                knee: 4,
+                next: 8,
+                n_fail: 32,
+            },
+            Sentence::FailuresAfterKnee {
+                concurrency: 16,
+                n_fail: 3,
+            },
+            Sentence::NoKnee {
+                prev: 8,
+                last: 16,
+                prev_tps: 100.0,
+                last_tps: 180.0,
+                gain_pct: 80.0,
+            },
+            Sentence::OneLevel { concurrency: 4 },
+            Sentence::SloAll,
+            Sentence::SloUpTo {
+                up_to: 4,
+                first_bad: 8,
+                breaches: breaches.clone(),
+            },
+            Sentence::SloNone {
+                first_bad: 1,
+                breaches: breaches.clone(),
+            },
+            Sentence::Safe {
+                pct: 70.0,
+                rule: 5,
+                ttft_p95_ms: Some(250.5),
+            },
+            Sentence::SafeLowered {
+                pct: 70.0,
+                rule: 5,
+                safe: 4,
+                breaches: breaches.clone(),
+            },
+            Sentence::NoSafe {
+                pct: 70.0,
+                rule: 2,
+                breaches: breaches.clone(),
+            },
+            Sentence::SloOkWithoutKnee { up_to: 16 },
+            Sentence::BrowserLimitedKnee {
+                connections: 6,
+                protocol: "h3".into(),
+            },
+            Sentence::LeftOutBrowserQueue {
+                levels: vec![8, 16],
+                protocol: HTTP1.into(),
+                connections: 6,
+            },
+            Sentence::LeftOutEngineLag {
+                levels: vec![256],
+                lag_p95_ms: 31.5,
+            },
+            Sentence::Noise {
+                passes: 3,
+                output_tps_pct: 4.5,
+                output_tps_at: 8,
+                ttft_p95_pct: 12.0,
+            },
+            Sentence::SearchFound {
+                highest: Some(12),
+                lowest_broken: None,
+                max: 64,
+                breaches,
+                n: 400,
+                n_good: 398,
+                confidence_pct: Some(95.0),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_variant_reads_back_as_written() {
+        let all = every_variant();
+        let json = serde_json::to_string(&all).unwrap();
+        let back: Vec<Sentence> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, all);
+    }
+
+    #[test]
+    fn absent_options_and_defaults_read_as_the_derive_did() {
+        let knee: Sentence = serde_json::from_str(
+            r#"{"kind":"knee","first":1,"first_tps":1.0,"knee":2,"knee_tps":2.0,"next":4,"next_tps":2.0,"gain_pct":0.0}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            knee,
+            Sentence::Knee {
+                knee_ttft_p95_ms: None,
+                next_ttft_p95_ms: None,
+                ..
+            }
+        ));
+        // Documents from before the protocol was kept: the browser's HTTP/1.1 queue.
+        let limited: Sentence =
+            serde_json::from_str(r#"{"kind":"browser_limited_knee","connections":6}"#).unwrap();
+        assert_eq!(
+            limited,
+            Sentence::BrowserLimitedKnee {
+                connections: 6,
+                protocol: HTTP1.into()
+            }
+        );
+        // Fields of other variants, and unknown ones, are ignored.
+        let one: Sentence =
+            serde_json::from_str(r#"{"kind":"one_level","concurrency":2,"knee":9,"later":true}"#)
+                .unwrap();
+        assert_eq!(one, Sentence::OneLevel { concurrency: 2 });
+    }
+
+    #[test]
+    fn a_missing_field_or_an_unknown_kind_is_an_error_that_names_it() {
+        let missing = serde_json::from_str::<Sentence>(r#"{"kind":"slo_up_to","up_to":4}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("first_bad"), "{missing}");
+        let unknown = serde_json::from_str::<Sentence>(r#"{"kind":"verdict_of_doom"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(unknown.contains("verdict_of_doom"), "{unknown}");
+        assert!(serde_json::from_str::<Sentence>(r#"{"knee":4}"#).is_err());
+        // A field of the wrong type is still refused.
+        assert!(
+            serde_json::from_str::<Sentence>(r#"{"kind":"one_level","concurrency":"2"}"#).is_err()
+        );
+    }
 }
