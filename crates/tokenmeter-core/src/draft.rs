@@ -206,7 +206,9 @@ impl PlanDraft {
         self.extra_body = if plan.extra_body.is_empty() {
             String::new()
         } else {
-            serde_json::to_string_pretty(&plan.extra_body).expect("a JSON map serialises")
+            crate::json::pretty(
+                &serde_json::to_string(&plan.extra_body).expect("a JSON map serialises"),
+            )
         };
         match &plan.load {
             LoadMode::Ladder {

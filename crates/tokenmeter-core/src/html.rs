@@ -151,7 +151,9 @@ impl RunDocument {
         }
         self.html_ab(&mut out, lang);
         self.html_errors(&mut out, lang);
-        let plan = serde_json::to_string_pretty(&self.plan).expect("a plan always serialises");
+        let plan = crate::json::pretty(
+            &serde_json::to_string(&self.plan).expect("a plan always serialises"),
+        );
         let _ = writeln!(
             out,
             "<h2>{}</h2><pre>{}</pre><footer>{} {} · {} {}</footer></body></html>",

@@ -25,6 +25,7 @@ pub mod draft;
 pub mod error;
 pub mod headline;
 pub mod html;
+pub mod json;
 pub mod live;
 pub mod locust;
 pub mod plan;

@@ -13,6 +13,7 @@ use crate::{
     browser::{Browser, Engine, HTTP1_CONNECTIONS_PER_HOST},
     condition::{self, RunCondition},
     error::{ErrorKind, Lang},
+    json,
     plan::Plan,
     record::RequestRecord,
     search::SearchOutcome,
@@ -332,8 +333,9 @@ impl RunDocument {
         document
     }
 
+    /// The document as indented JSON (the export).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a run document always serialises")
+        json::pretty(&serde_json::to_string(self).expect("a run document always serialises"))
     }
 
     /// Reads a document written by this or an earlier version.
@@ -722,6 +724,16 @@ mod tests {
         assert_eq!(doc.total.n_requests, 4);
         assert_eq!(doc.total.concurrency, None);
         assert_eq!(doc.records.len(), 5);
+    }
+
+    #[test]
+    fn the_export_is_indented_as_serde_json_indents() {
+        let mut doc = document();
+        doc.plan
+            .extra_body
+            .insert("stop".into(), serde_json::json!(["}", "\"]"]));
+        doc.plan.model = "模型 \"q\": [x]".into();
+        assert_eq!(doc.to_json(), serde_json::to_string_pretty(&doc).unwrap());
     }
 
     #[test]
