@@ -75,6 +75,40 @@ test('a broken config says what is wrong and changes nothing', async () => {
   await page.close();
 });
 
+test('the Locust template is fetched only for an export, and a host without it is said', async () => {
+  const page = await suite.browser.newPage();
+  const fetched = [];
+  page.on('request', (request) => {
+    if (request.url().endsWith('/locustfile.template.py')) fetched.push(request.url());
+  });
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  assert.deepEqual(fetched, [], 'the first load does not download the template');
+
+  // A host that lacks the file, and one that answers with its index page instead.
+  await page.route('**/locustfile.template.py', (route) => route.fulfill({ status: 404, body: 'not found' }));
+  await app.byTestId('export-locust').click();
+  await app.byTestId('plan-error').waitFor();
+  assert.match(await app.byTestId('plan-error').textContent(), /locustfile\.template\.py: HTTP 404; publish every file of the build's dist\/ folder/);
+  await page.unroute('**/locustfile.template.py');
+  await page.route('**/locustfile.template.py', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>tokenmeter</title>' }));
+  await app.byTestId('export-locust').click();
+  await page.waitForFunction(() => /not tokenmeter's Locust template/.test(document.querySelector('[data-testid="plan-error"]')?.textContent ?? ''));
+  await page.unroute('**/locustfile.template.py');
+
+  // The real file: the export downloads, the note goes, and the template is kept.
+  const download = page.waitForEvent('download');
+  await app.byTestId('export-locust').click();
+  assert.equal((await download).suggestedFilename(), 'tokenmeter_locustfile.py');
+  await app.byTestId('plan-error').waitFor({ state: 'detached' });
+  const again = page.waitForEvent('download');
+  await app.byTestId('export-locust').click();
+  await again;
+  assert.equal(fetched.length, 3, 'fetched once for each failed attempt and once for the export that worked');
+  await page.close();
+});
+
 test('a shared link reproduces the plan without the key', async () => {
   const page = await suite.browser.newPage();
   const app = new AppPage(page);

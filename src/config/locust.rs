@@ -1,12 +1,18 @@
 //! "Run it on Locust": the plan as a locustfile and its pinned requirements, for
 //! more load than one browser sends (see `tokenmeter_core::locust`). The file
 //! reads the key from an environment variable when it runs; it never holds it.
+//!
+//! The locustfile's template is not in the page's WebAssembly: it is fetched
+//! from beside the page the first time it is needed, and kept.
 
 use leptos::prelude::*;
 use tokenmeter_core::{locust, plan::Plan};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::Response;
 
 use super::draft::DraftSignals;
-use crate::files::download;
+use crate::{engine::request::describe_js_error, files::download};
 
 #[component]
 pub fn LocustExport(
@@ -14,12 +20,34 @@ pub fn LocustExport(
     base: StoredValue<Plan>,
     problems: RwSignal<Vec<String>>,
 ) -> impl IntoView {
-    let on_export = move |_| match draft
-        .plan(&base.get_value())
-        .and_then(|plan| locust::locustfile(&plan).map_err(|why| vec![why]))
-    {
-        Ok(file) => download(locust::FILE_NAME, "text/x-python", &file),
-        Err(why) => problems.set(why),
+    let template = StoredValue::new(None::<String>);
+    let on_export = move |_| {
+        let plan = match draft.plan(&base.get_value()) {
+            Ok(plan) => plan,
+            Err(why) => return problems.set(why),
+        };
+        leptos::task::spawn_local(async move {
+            let fetched = match template.try_get_value().flatten() {
+                Some(text) => Ok(text),
+                None => fetch_template().await,
+            };
+            let file = fetched.and_then(|text| {
+                let file = locust::locustfile_from(&text, &plan);
+                if file.is_ok() {
+                    template.try_set_value(Some(text));
+                }
+                file
+            });
+            match file {
+                Ok(file) => {
+                    problems.try_set(Vec::new());
+                    download(locust::FILE_NAME, "text/x-python", &file);
+                }
+                Err(why) => {
+                    problems.try_set(vec![why]);
+                }
+            }
+        });
     };
     let on_requirements =
         move |_| download("requirements.txt", "text/plain", &locust::requirements());
@@ -38,4 +66,28 @@ pub fn LocustExport(
             </p>
         </div>
     }
+}
+
+/// The locustfile's template, from beside the page (relative, so a page under a
+/// sub-path finds it).
+async fn fetch_template() -> Result<String, String> {
+    let file = locust::TEMPLATE_FILE;
+    let cannot = |why: String| format!("Could not load the Locust template ./{file}: {why}");
+    let window = web_sys::window().ok_or_else(|| cannot("no window".into()))?;
+    let response: Response = JsFuture::from(window.fetch_with_str(file))
+        .await
+        .map_err(|e| cannot(describe_js_error(&e)))?
+        .unchecked_into();
+    if !response.ok() {
+        return Err(cannot(format!(
+            "HTTP {}; publish every file of the build's dist/ folder beside the page",
+            response.status()
+        )));
+    }
+    let text = response.text().map_err(|e| cannot(describe_js_error(&e)))?;
+    JsFuture::from(text)
+        .await
+        .map_err(|e| cannot(describe_js_error(&e)))?
+        .as_string()
+        .ok_or_else(|| cannot("the answer was not text".into()))
 }

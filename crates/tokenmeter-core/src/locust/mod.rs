@@ -37,7 +37,15 @@ pub const FILE_NAME: &str = "tokenmeter_locustfile.py";
 /// The version of the record lines (`"tokenmeter_locust": 1`).
 pub const FORMAT: u64 = 1;
 
-const TEMPLATE: &str = include_str!("locustfile.py");
+/// The locustfile's template. The page does not carry it (31 KB its first load
+/// need not download): it fetches [`TEMPLATE_FILE`], which the build copies beside
+/// it, and hands it to [`locustfile_from`].
+pub const TEMPLATE: &str = include_str!("locustfile.template.py");
+/// The template's file name beside the page.
+pub const TEMPLATE_FILE: &str = "locustfile.template.py";
+/// What only the template holds: a file without it is not the template (a host
+/// that answers unknown paths with its index page, say).
+const TEMPLATE_MARK: &str = "{{SETUP_JSON}}";
 
 /// `requirements.txt` for the exported file: Locust pinned.
 pub fn requirements() -> String {
@@ -48,6 +56,17 @@ pub fn requirements() -> String {
 /// plan Locust cannot run as it is. The plan never holds the key, so neither does
 /// the file.
 pub fn locustfile(plan: &Plan) -> Result<String, String> {
+    locustfile_from(TEMPLATE, plan)
+}
+
+/// [`locustfile`] from a `template` read elsewhere (the page fetches it): `Err`
+/// when it is not tokenmeter's template.
+pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
+    if !template.contains(TEMPLATE_MARK) {
+        return Err(format!(
+            "./{TEMPLATE_FILE} is not tokenmeter's Locust template (the host answered with something else): publish every file of the build's dist/ folder beside the page"
+        ));
+    }
     let stages = stages(plan)?;
     let setup = json!({
         "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
@@ -66,7 +85,7 @@ pub fn locustfile(plan: &Plan) -> Result<String, String> {
     // A JSON string holding the JSON: also a Python string literal (serde_json
     // writes only escapes Python reads the same way, and UTF-8 as is).
     let literal = serde_json::to_string(&setup.to_string()).expect("a string serialises");
-    Ok(TEMPLATE
+    Ok(template
         .replace("{{VERSION}}", env!("CARGO_PKG_VERSION"))
         .replace("{{SUMMARY}}", &one_line(&summary(plan)))
         .replace(

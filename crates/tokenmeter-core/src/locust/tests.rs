@@ -345,3 +345,12 @@ fn the_pins_the_tests_install_hold_this_locust() {
         .lines()
         .any(|l| l == format!("locust=={LOCUST_VERSION}")));
 }
+
+#[test]
+fn a_page_served_instead_of_the_template_is_refused_with_what_to_do() {
+    let index = "<!DOCTYPE html><html><body>tokenmeter</body></html>";
+    let why = locustfile_from(index, &plan()).unwrap_err();
+    assert!(why.contains("locustfile.template.py"), "{why}");
+    assert!(why.contains("dist/"), "{why}");
+    assert_eq!(locustfile_from(TEMPLATE, &plan()), locustfile(&plan()));
+}
