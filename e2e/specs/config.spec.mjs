@@ -96,6 +96,14 @@ test('the Locust template is fetched only for an export, and a host without it i
   await app.byTestId('export-locust').click();
   await page.waitForFunction(() => /not tokenmeter's Locust template/.test(document.querySelector('[data-testid="plan-error"]')?.textContent ?? ''));
   await page.unroute('**/locustfile.template.py');
+  // A copy from another build (a cache kept it): the real file, one byte changed.
+  await page.route('**/locustfile.template.py', async (route) => {
+    const real = await route.fetch();
+    route.fulfill({ response: real, body: `${await real.text()}#` });
+  });
+  await app.byTestId('export-locust').click();
+  await page.waitForFunction(() => /from another build of tokenmeter/.test(document.querySelector('[data-testid="plan-error"]')?.textContent ?? ''));
+  await page.unroute('**/locustfile.template.py');
 
   // The real file: the export downloads, the note goes, and the template is kept.
   const download = page.waitForEvent('download');
@@ -105,7 +113,7 @@ test('the Locust template is fetched only for an export, and a host without it i
   const again = page.waitForEvent('download');
   await app.byTestId('export-locust').click();
   await again;
-  assert.equal(fetched.length, 3, 'fetched once for each failed attempt and once for the export that worked');
+  assert.equal(fetched.length, 4, 'fetched once for each failed attempt and once for the export that worked');
   await page.close();
 });
 

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use tokenmeter_core::{locust, plan::Plan};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::Response;
+use web_sys::{RequestCache, RequestInit, Response};
 
 use super::draft::DraftSignals;
 use crate::{engine::request::describe_js_error, files::download};
@@ -74,7 +74,11 @@ async fn fetch_template() -> Result<String, String> {
     let file = locust::TEMPLATE_FILE;
     let cannot = |why: String| format!("Could not load the Locust template ./{file}: {why}");
     let window = web_sys::window().ok_or_else(|| cannot("no window".into()))?;
-    let response: Response = JsFuture::from(window.fetch_with_str(file))
+    // Revalidated with the host each time: the file's name carries no hash, and a
+    // copy from an earlier build would not fit this page (the core checks).
+    let init = RequestInit::new();
+    init.set_cache(RequestCache::NoCache);
+    let response: Response = JsFuture::from(window.fetch_with_str_and_init(file, &init))
         .await
         .map_err(|e| cannot(describe_js_error(&e)))?
         .unchecked_into();

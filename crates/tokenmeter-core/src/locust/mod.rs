@@ -46,6 +46,21 @@ pub const TEMPLATE_FILE: &str = "locustfile.template.py";
 /// What only the template holds: a file without it is not the template (a host
 /// that answers unknown paths with its index page, say).
 const TEMPLATE_MARK: &str = "{{SETUP_JSON}}";
+/// The template's FNV-1a hash, computed when the core is compiled (the page holds
+/// these eight bytes, not the template): a fetched template from another build (a
+/// cache that kept an old copy) is told apart from this build's.
+const TEMPLATE_HASH: u64 = fnv1a(TEMPLATE.as_bytes());
+
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
 
 /// `requirements.txt` for the exported file: Locust pinned.
 pub fn requirements() -> String {
@@ -65,6 +80,11 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
     if !template.contains(TEMPLATE_MARK) {
         return Err(format!(
             "./{TEMPLATE_FILE} is not tokenmeter's Locust template (the host answered with something else): publish every file of the build's dist/ folder beside the page"
+        ));
+    }
+    if fnv1a(template.as_bytes()) != TEMPLATE_HASH {
+        return Err(format!(
+            "./{TEMPLATE_FILE} is from another build of tokenmeter than this page (a cache kept an old copy): publish the build's dist/ folder whole, and reload the page without its cache"
         ));
     }
     let stages = stages(plan)?;

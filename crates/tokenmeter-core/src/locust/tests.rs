@@ -354,3 +354,11 @@ fn a_page_served_instead_of_the_template_is_refused_with_what_to_do() {
     assert!(why.contains("dist/"), "{why}");
     assert_eq!(locustfile_from(TEMPLATE, &plan()), locustfile(&plan()));
 }
+
+#[test]
+fn a_template_from_another_build_is_refused() {
+    let older = TEMPLATE.replacen("import", "import  ", 1);
+    let why = locustfile_from(&older, &plan()).unwrap_err();
+    assert!(why.contains("from another build"), "{why}");
+    assert!(locustfile_from(TEMPLATE, &plan()).is_ok());
+}
