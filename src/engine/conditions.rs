@@ -64,6 +64,7 @@ pub fn level_conditions(concurrency: u32, hidden_ms: f64, load: &EngineLoad) -> 
         concurrency,
         load.lag_max_ms,
         load.lag_p95_ms,
+        load.stalls,
     ));
     conditions
 }

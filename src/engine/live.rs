@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 
 use tokenmeter_core::{
     browser::Engine,
-    live::{LagHistogram, LiveFigures, LiveLevel},
+    live::{LagHistogram, LiveFigures, LiveLevel, StallLog},
     record::RequestRecord,
     report::EngineLoad,
 };
@@ -20,6 +20,8 @@ use crate::protocol::{LevelProgress, LevelState, Progress};
 struct LevelLoad {
     started_ms: f64,
     lag: LagHistogram,
+    /// The stalls among those ticks, and the token events stamped in them.
+    stalls: StallLog,
     busy_us: u64,
     n_chunks: u64,
 }
@@ -73,6 +75,7 @@ impl Shared {
                     .map(|_| LevelLoad {
                         started_ms: 0.0,
                         lag: LagHistogram::new(),
+                        stalls: StallLog::default(),
                         busy_us: 0,
                         n_chunks: 0,
                     })
@@ -101,6 +104,7 @@ impl Shared {
         self.load.borrow_mut().push(LevelLoad {
             started_ms: 0.0,
             lag: LagHistogram::new(),
+            stalls: StallLog::default(),
             busy_us: 0,
             n_chunks: 0,
         });
@@ -170,6 +174,7 @@ impl Shared {
                 lag_max_at_ms: load.lag.max_at_ms,
                 busy_ms: load.busy_us as f64 / 1e3,
                 n_chunks: load.n_chunks,
+                stalls: Some(load.stalls.count),
             },
         )
     }
@@ -193,6 +198,7 @@ impl Shared {
                 let mut load = self.load.borrow_mut();
                 load[index].busy_us += cost.busy_us;
                 load[index].n_chunks += cost.n_chunks;
+                load[index].stalls.count(&record.token_times_us);
                 drop(load);
                 self.level(index, |level| {
                     level.n_done += 1;
@@ -219,8 +225,13 @@ impl Shared {
             .is_some_and(|l| l.n_in_flight > 0);
         if in_flight {
             let mut load = self.load.borrow_mut();
-            let at_ms = self.clock.now_ms() - load[index].started_ms;
+            let now_ms = self.clock.now_ms();
+            let at_ms = now_ms - load[index].started_ms;
             load[index].lag.add(lag_ms, at_ms);
+            // On the records' clock (µs), as their token times are.
+            let woke_us = (now_ms * 1e3).max(0.0).round() as u64;
+            let due_us = ((now_ms - lag_ms.max(0.0)) * 1e3).max(0.0).round() as u64;
+            load[index].stalls.add(due_us, woke_us);
         }
     }
 

@@ -16,6 +16,7 @@ use serde::{
 use crate::{
     browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
+    live::StallCount,
     record::RequestRecord,
     summary::Summary,
     tagged::{need, WireError},
@@ -72,6 +73,11 @@ pub enum RunCondition {
         /// (absent in documents from before it was measured).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lag_p95_ms: Option<f64>,
+        /// What the stalls did to the level's token events (see
+        /// [`crate::live::StallLog`]; absent in documents from before they were
+        /// counted).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stalls: Option<StallCount>,
     },
     /// The server sends no `Timing-Allow-Origin`, so the browser hides when each
     /// request left it: TTFT holds the browser's own wait and cannot be split.
@@ -153,6 +159,7 @@ struct ConditionWire {
     hidden_ms: Option<f64>,
     lag_ms: Option<f64>,
     lag_p95_ms: Option<f64>,
+    stalls: Option<StallCount>,
     resolution_us: Option<f64>,
     cause: Option<CauseWire>,
     page_origin: Option<String>,
@@ -224,6 +231,7 @@ impl TryFrom<ConditionWire> for RunCondition {
                 concurrency: need(w.concurrency, k, "concurrency")?,
                 lag_ms: need(w.lag_ms, k, "lag_ms")?,
                 lag_p95_ms: w.lag_p95_ms,
+                stalls: w.stalls,
             },
             "timing_hidden" => RunCondition::TimingHidden {
                 n_requests: need(w.n_requests, k, "n_requests")?,
@@ -382,9 +390,20 @@ impl RunCondition {
                 concurrency,
                 lag_ms,
                 lag_p95_ms,
+                stalls,
             } => {
                 let level = level_name(concurrency, lang);
+                let late = stalls.filter(|s| s.n_late > 0);
                 match (lag_p95_ms, zh) {
+                    // Stalls, and which token events they held.
+                    (Some(p95), true) if p95 <= LAG_DISTORTS_P95_MS && late.is_some() => {
+                        let s = late.unwrap_or_default();
+                        format!("{level}：请求进行中，测量引擎自身的事件循环偶有停顿，最长 {lag_ms:.0} ms（p95 为 {p95:.0} ms）：{} 个 token 事件中有 {} 个（其中 {} 个是请求的首 token）是在停顿中记下的，最多晚了 {:.0} ms，可能体现在 ITL 和 TTFT 的 p99 上", s.n_events, s.n_late, s.n_late_first, s.late_max_ms)
+                    }
+                    (Some(p95), false) if p95 <= LAG_DISTORTS_P95_MS && late.is_some() => {
+                        let s = late.unwrap_or_default();
+                        format!("{level}: while requests were in flight the engine's own event loop stalled at times, for up to {lag_ms:.0} ms ({p95:.0} ms at p95): {} of {} token events ({} of them first tokens) were stamped during a stall, up to {:.0} ms late, which can show in ITL and TTFT at p99", s.n_late, s.n_events, s.n_late_first, s.late_max_ms)
+                    }
                     // Mostly on time, with stalls: only what arrived during them moved.
                     (Some(p95), true) if p95 <= LAG_DISTORTS_P95_MS => format!("{level}：请求进行中，测量引擎自身的事件循环偶有停顿，最长 {lag_ms:.0} ms（p95 为 {p95:.0} ms）：停顿期间到达的 token 被晚记了最多这么久，可能体现在 ITL 和 TTFT 的 p99 上"),
                     (Some(p95), false) if p95 <= LAG_DISTORTS_P95_MS => format!("{level}: while requests were in flight the engine's own event loop stalled at times, for up to {lag_ms:.0} ms ({p95:.0} ms at p95): tokens that arrived during a stall were stamped up to that late, which can show in ITL and TTFT at p99"),
@@ -471,12 +490,22 @@ pub const LAG_NOTE_MS: f64 = 20.0;
 pub const LAG_DISTORTS_P95_MS: f64 = 20.0;
 
 /// The engine-lag condition of one level: its event loop's worst and p95 lateness
-/// while requests were in flight (ms); `None` when it stayed within [`LAG_NOTE_MS`].
-pub fn engine_lag(concurrency: u32, lag_max_ms: f64, lag_p95_ms: f64) -> Option<RunCondition> {
-    (lag_max_ms > LAG_NOTE_MS).then_some(RunCondition::EngineLag {
+/// while requests were in flight (ms), and what its stalls did to the token events
+/// (`None` when not counted). `None` when the loop stayed within [`LAG_NOTE_MS`],
+/// or when it only stalled now and then (p95 within [`LAG_DISTORTS_P95_MS`]) and
+/// the stalls held too few token events to move a p99 the page reports.
+pub fn engine_lag(
+    concurrency: u32,
+    lag_max_ms: f64,
+    lag_p95_ms: f64,
+    stalls: Option<StallCount>,
+) -> Option<RunCondition> {
+    let moved_nothing = lag_p95_ms <= LAG_DISTORTS_P95_MS && stalls.is_some_and(|s| !s.moves_p99());
+    (lag_max_ms > LAG_NOTE_MS && !moved_nothing).then_some(RunCondition::EngineLag {
         concurrency,
         lag_ms: lag_max_ms,
         lag_p95_ms: Some(lag_p95_ms),
+        stalls,
     })
 }
 
@@ -685,6 +714,7 @@ mod tests {
                 concurrency: 64,
                 lag_ms: 86.4,
                 lag_p95_ms: None,
+                stalls: None,
             },
             RunCondition::CoarseTimer {
                 resolution_us: 100.0,
@@ -774,6 +804,7 @@ mod tests {
             concurrency: 4,
             lag_ms: 60.0,
             lag_p95_ms: None,
+            stalls: None,
         };
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(
@@ -806,6 +837,13 @@ mod tests {
                 concurrency: 64,
                 lag_ms: 41.0,
                 lag_p95_ms: Some(3.5),
+                stalls: Some(StallCount {
+                    n_events: 6_400,
+                    n_late: 80,
+                    n_requests: 64,
+                    n_late_first: 0,
+                    late_max_ms: 41.0,
+                }),
             },
             RunCondition::TimingHidden { n_requests: 12 },
             RunCondition::CoarseTimer {
@@ -872,15 +910,15 @@ mod tests {
 
     #[test]
     fn engine_lag_is_a_note_only_above_its_threshold_and_says_how_much() {
-        assert_eq!(engine_lag(64, 19.9, 19.9), None);
-        let c = engine_lag(64, 41.0, 32.4).unwrap();
+        assert_eq!(engine_lag(64, 19.9, 19.9, None), None);
+        let c = engine_lag(64, 41.0, 32.4, Some(StallCount::default())).unwrap();
         assert_eq!(
             c.text(Lang::En),
             "concurrency 64: while requests were in flight the engine's own event loop ran up to 41 ms late (32 ms at p95), and timestamps taken then are late by as much: the browser itself was saturated, and part of what this level measured is the tool, not the server"
         );
         assert!(c.text(Lang::Zh).contains("最多晚了 41 ms（p95 为 32 ms）"));
         // Stalls now and then, on time otherwise: said as what they are.
-        let stalls = engine_lag(16, 44.0, 2.0).unwrap();
+        let stalls = engine_lag(16, 44.0, 2.0, None).unwrap();
         assert_eq!(
             stalls.text(Lang::En),
             "concurrency 16: while requests were in flight the engine's own event loop stalled at times, for up to 44 ms (2 ms at p95): tokens that arrived during a stall were stamped up to that late, which can show in ITL and TTFT at p99"
@@ -888,6 +926,40 @@ mod tests {
         assert!(stalls.text(Lang::Zh).contains("最长 44 ms（p95 为 2 ms）"));
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn a_stall_is_a_note_only_when_the_events_it_held_can_move_a_p99() {
+        let stalls = |n_late, n_late_first| StallCount {
+            n_events: 25_600,
+            n_late,
+            n_requests: 256,
+            n_late_first,
+            late_max_ms: 46.0,
+        };
+        // The level-start burst of `fetch` calls: a stall before any token arrived.
+        assert_eq!(engine_lag(256, 135.0, 3.0, Some(stalls(0, 0))), None);
+        // Three events of 25,600, no first token among them: no p99 moved.
+        assert_eq!(engine_lag(256, 64.0, 1.0, Some(stalls(3, 0))), None);
+        // Enough to move ITL's p99: said, with how many and how late.
+        let held = engine_lag(64, 64.0, 1.0, Some(stalls(300, 2))).unwrap();
+        assert_eq!(
+            held.text(Lang::En),
+            "concurrency 64: while requests were in flight the engine's own event loop stalled at times, for up to 64 ms (1 ms at p95): 300 of 25600 token events (2 of them first tokens) were stamped during a stall, up to 46 ms late, which can show in ITL and TTFT at p99"
+        );
+        assert!(held
+            .text(Lang::Zh)
+            .contains("25600 个 token 事件中有 300 个（其中 2 个是请求的首 token）"));
+        let json = serde_json::to_string(&held).unwrap();
+        assert!(
+            json.contains(r#""stalls":{"n_events":25600,"n_late":300"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), held);
+        // The first tokens of 1% of the requests move TTFT's p99.
+        assert!(engine_lag(64, 64.0, 1.0, Some(stalls(3, 3))).is_some());
+        // A loop late at p95 distorts the level whether or not a stall held an event.
+        assert!(engine_lag(128, 90.0, 32.0, Some(stalls(0, 0))).is_some());
     }
 
     #[test]

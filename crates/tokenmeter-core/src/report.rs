@@ -14,6 +14,7 @@ use crate::{
     condition::{self, RunCondition},
     error::{ErrorKind, Lang},
     json,
+    live::StallCount,
     plan::Plan,
     record::RequestRecord,
     search::SearchOutcome,
@@ -102,6 +103,10 @@ pub struct EngineLoad {
     pub busy_ms: f64,
     /// Body chunks read.
     pub n_chunks: u64,
+    /// What the loop's stalls did to the level's token events (see
+    /// [`crate::live::StallLog`]; absent in documents from before they were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<StallCount>,
 }
 
 impl Environment {
@@ -895,9 +900,9 @@ mod tests {
         }
         let environment = Environment {
             conditions: [
-                condition::engine_lag(4, 25.0, 6.0),
-                condition::engine_lag(8, 80.0, 35.0),
-                condition::engine_lag(16, 12.0, 3.0),
+                condition::engine_lag(4, 25.0, 6.0, None),
+                condition::engine_lag(8, 80.0, 35.0, None),
+                condition::engine_lag(16, 12.0, 3.0, None),
             ]
             .into_iter()
             .flatten()
