@@ -187,9 +187,14 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         notes.contains("concurrency 1: the page was hidden for 0."),
         "{notes}"
     );
-    // One 250 ms block in a level of ten-millisecond ticks: a stall, said as one.
+    // One 250 ms block in a level of ten-millisecond ticks: a stall, said as one,
+    // with the token events that arrived during it and were stamped when it ended.
     assert!(
         notes.contains("event loop stalled at times, for up to"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("token events") && notes.contains("were stamped during a stall"),
         "{notes}"
     );
     // The same, typed: the page renders these in its language.
@@ -200,10 +205,16 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     ));
     assert!(conditions.iter().any(|c| matches!(
         c,
-        RunCondition::EngineLag { concurrency: 1, lag_ms, lag_p95_ms: Some(_) } if *lag_ms > 200.0
+        RunCondition::EngineLag { concurrency: 1, lag_ms, lag_p95_ms: Some(_), stalls: Some(s) }
+            if *lag_ms > 200.0 && s.n_late > 0 && s.late_max_ms > 200.0 && s.n_requests == 2
     )));
     let load = &document.environment.engine_load[0];
     assert!(load.lag_max_ms > 200.0, "{load:?}");
+    let stalls = load.stalls.expect("the engine counts what its stalls held");
+    assert!(
+        stalls.n_late > 0 && stalls.n_late < stalls.n_events,
+        "{stalls:?}"
+    );
     assert!(load.n_chunks > 0 && load.busy_ms > 0.0, "{load:?}");
     let n_progress = messages
         .iter()
