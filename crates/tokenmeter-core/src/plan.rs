@@ -163,12 +163,7 @@ impl TryFrom<LoadModeWire> for LoadMode {
                 max_concurrency: need(w.max_concurrency, m, "max_concurrency")?,
                 requests_per_probe: need(w.requests_per_probe, m, "requests_per_probe")?,
             },
-            _ => {
-                return Err(WireError::UnknownTag {
-                    tag: w.mode,
-                    expected: &["ladder", "arrivals", "duration", "slo_search"],
-                })
-            }
+            _ => return Err(WireError::UnknownTag { tag: w.mode }),
         })
     }
 }

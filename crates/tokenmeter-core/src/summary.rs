@@ -498,10 +498,7 @@ impl TryFrom<DistortionWire> for Distortion {
             "engine" => Ok(Distortion::Engine {
                 lag_p95_ms: need(w.lag_p95_ms, by, "lag_p95_ms")?,
             }),
-            _ => Err(WireError::UnknownTag {
-                tag: w.by,
-                expected: &["browser_queue", "engine"],
-            }),
+            _ => Err(WireError::UnknownTag { tag: w.by }),
         }
     }
 }

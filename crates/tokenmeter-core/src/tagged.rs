@@ -19,23 +19,15 @@ use std::fmt;
 /// or its tag names no variant.
 #[derive(Debug)]
 pub enum WireError {
-    Missing {
-        tag: String,
-        field: &'static str,
-    },
-    UnknownTag {
-        tag: String,
-        expected: &'static [&'static str],
-    },
+    Missing { tag: String, field: &'static str },
+    UnknownTag { tag: String },
 }
 
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WireError::Missing { tag, field } => write!(f, "missing field `{field}` in `{tag}`"),
-            WireError::UnknownTag { tag, expected } => {
-                write!(f, "unknown variant `{tag}`, expected one of {expected:?}")
-            }
+            WireError::UnknownTag { tag } => write!(f, "unknown variant `{tag}`"),
         }
     }
 }

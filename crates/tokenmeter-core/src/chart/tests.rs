@@ -29,6 +29,21 @@ fn count(svg: &str, needle: &str) -> usize {
 }
 
 /// The `data-concurrency` of every element with `testid`, in order.
+/// The `y` attribute of each element whose text follows `marker`.
+fn ys_after<'a>(svg: &'a str, marker: &str) -> Vec<&'a str> {
+    svg.split(marker)
+        .skip(1)
+        .map(|rest| {
+            rest.split(" y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect()
+}
+
 fn concurrencies(svg: &str, testid: &str) -> Vec<u32> {
     svg.split(&format!(r#"data-testid="{testid}""#))
         .skip(1)
@@ -382,18 +397,7 @@ fn the_comparison_overlays_both_runs() {
         "one kept run: one baseline"
     );
     // Two runs' names fit one row: the legend stays where it always was.
-    let legends: Vec<&str> = svg
-        .split(r#"<text class="legend" x=""#)
-        .skip(1)
-        .map(|rest| {
-            rest.split(r#"y=""#)
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-        })
-        .collect();
+    let legends = ys_after(&svg, r#"<text class="legend" x=""#);
     assert_eq!(legends, ["40"; 4], "one row in each panel");
 }
 
@@ -514,18 +518,7 @@ fn on_a_narrow_screen_the_timeline_legend_wraps_above_the_bars() {
     .unwrap();
     assert!(wide.contains(r#"class="bar failed key" x="#));
     fn key_rows(svg: &str) -> Vec<&str> {
-        let mut ys: Vec<&str> = svg
-            .split(" key\" x=\"")
-            .skip(1)
-            .map(|rest| {
-                rest.split("y=\"")
-                    .nth(1)
-                    .unwrap()
-                    .split('"')
-                    .next()
-                    .unwrap()
-            })
-            .collect();
+        let mut ys = ys_after(svg, " key\" x=\"");
         ys.dedup();
         ys
     }
@@ -534,16 +527,9 @@ fn on_a_narrow_screen_the_timeline_legend_wraps_above_the_bars() {
     assert!(rows.len() >= 2, "{rows:?}");
     assert_eq!(rows[1], "46", "16 px a row");
     let first_bar_y = |svg: &str| -> f64 {
-        let at = svg.find(r#"data-testid="timeline-bar""#).unwrap();
-        let rest = &svg[at..];
-        let y = rest
-            .split(" y=\"")
-            .nth(1)
+        ys_after(svg, r#"data-testid="timeline-bar""#)[0]
+            .parse()
             .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
-        y.parse().unwrap()
     };
     assert_eq!(
         first_bar_y(&tall) - first_bar_y(&wide),

@@ -256,31 +256,7 @@ impl TryFrom<SentenceWire> for Sentence {
                 n_good: need(w.n_good, k, "n_good")?,
                 confidence_pct: w.confidence_pct,
             },
-            _ => {
-                return Err(WireError::UnknownTag {
-                    tag: w.kind,
-                    expected: &[
-                        "nothing_succeeded",
-                        "knee",
-                        "collapsed_above",
-                        "failures_after_knee",
-                        "no_knee",
-                        "one_level",
-                        "slo_all",
-                        "slo_up_to",
-                        "slo_none",
-                        "safe",
-                        "safe_lowered",
-                        "no_safe",
-                        "slo_ok_without_knee",
-                        "browser_limited_knee",
-                        "left_out_browser_queue",
-                        "left_out_engine_lag",
-                        "noise",
-                        "search_found",
-                    ],
-                })
-            }
+            _ => return Err(WireError::UnknownTag { tag: w.kind }),
         })
     }
 }
