@@ -55,12 +55,11 @@ pub fn rows(document: &RunDocument) -> Vec<AbRow> {
         return Vec::new();
     }
     let documents = documents(document);
-    let mut levels: Vec<u32> = documents
-        .iter()
-        .flat_map(|d| d.levels.iter().filter_map(|l| l.concurrency))
-        .collect();
-    levels.sort_unstable();
-    levels.dedup();
+    let levels = crate::stats::sorted_unique(
+        documents
+            .iter()
+            .flat_map(|d| d.levels.iter().filter_map(|l| l.concurrency)),
+    );
     levels
         .into_iter()
         .map(|concurrency| {

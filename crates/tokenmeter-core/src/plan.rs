@@ -774,9 +774,7 @@ pub fn parse_levels(input: &str) -> Result<Vec<u32>, String> {
     if levels.is_empty() {
         return Err("give at least one concurrency level, e.g. 1,2,4,8,16".into());
     }
-    levels.sort_unstable();
-    levels.dedup();
-    Ok(levels)
+    Ok(crate::stats::sorted_unique(levels))
 }
 
 /// The reference article's `config.json`, field for field.
@@ -833,9 +831,7 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
     let config: ArticleConfig = serde_json::from_str(json)
         .map_err(|err| format!("this is not the article's config.json format: {err}"))?;
     let (base_url, notes) = normalize_base_url(&config.base_url)?;
-    let mut levels = config.concurrency_levels.clone();
-    levels.sort_unstable();
-    levels.dedup();
+    let levels = crate::stats::sorted_unique(config.concurrency_levels.iter().copied());
     let plan = Plan {
         schema: PLAN_SCHEMA,
         base_url,

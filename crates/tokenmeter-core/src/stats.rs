@@ -50,7 +50,7 @@ impl Distribution {
         if sorted.is_empty() {
             return None;
         }
-        sorted.sort_unstable_by(f64::total_cmp);
+        sort_floats(&mut sorted);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
@@ -83,26 +83,96 @@ impl Distribution {
     }
 }
 
-/// The `p`-th percentile (0–100) of sorted, non-empty samples, by linear interpolation.
-/// The same percentile as [`percentile_sorted`] from samples in any order, which it
-/// reorders: O(n) selection instead of a sort, for figures asked for again and again
-/// while a level runs.
-/// The positions of `keys` in ascending order, equal keys in their given order (as a
-/// stable sort). The page sorts many small lists by a float; each `sort_by` closure
-/// would add its own copy of the standard library's sort to the wasm, and this one
-/// copy serves them all. Descending: pass the keys negated.
-pub fn order_by(keys: &[f64]) -> Vec<usize> {
-    let mut keyed: Vec<(f64, usize)> = keys.iter().copied().zip(0..).collect();
-    keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, i)| i).collect()
+/// The key of `x` whose unsigned order is `f64::total_cmp`'s (negative values
+/// flipped whole, the sign bit of the others set), and back.
+fn float_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
 }
 
-/// `items` in the order [`order_by`] gave.
+fn key_float(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
+}
+
+// Why the sorting helpers below: each `sort_by` closure and each element type adds
+// its own copy of the standard library's sort (3–5 KB of WebAssembly each). The page
+// sorts through two copies only: `[u64]::sort_unstable`, for numbers, and the small
+// merge sort of `order_with`, for everything else.
+
+/// Sorts `values` ascending in `f64::total_cmp`'s order.
+pub fn sort_floats(values: &mut [f64]) {
+    let mut keys: Vec<u64> = values.iter().map(|&x| float_key(x)).collect();
+    sort_numbers(&mut keys);
+    for (value, key) in values.iter_mut().zip(keys) {
+        *value = key_float(key);
+    }
+}
+
+/// Sorts `values` ascending.
+pub fn sort_numbers(values: &mut [u64]) {
+    values.sort_unstable();
+}
+
+/// `values` ascending, each once.
+pub fn sorted_unique(values: impl IntoIterator<Item = u32>) -> Vec<u32> {
+    let mut wide: Vec<u64> = values.into_iter().map(u64::from).collect();
+    sort_numbers(&mut wide);
+    wide.dedup();
+    wide.into_iter().map(|v| v as u32).collect()
+}
+
+/// The positions `0..n` ordered by `cmp`, equal ones in their given order (a stable
+/// merge sort, bottom up).
+pub fn order_with(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut merged = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        for start in (0..n).step_by(2 * width) {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut a, mut b) = (start, mid);
+            for slot in &mut merged[start..end] {
+                // The left run wins ties: stability.
+                let take_left = b == end || (a < mid && cmp(order[a], order[b]).is_le());
+                if take_left {
+                    *slot = order[a];
+                    a += 1;
+                } else {
+                    *slot = order[b];
+                    b += 1;
+                }
+            }
+        }
+        std::mem::swap(&mut order, &mut merged);
+        width *= 2;
+    }
+    order
+}
+
+/// The positions of `keys` in ascending order (`f64::total_cmp`), equal keys in
+/// their given order. Descending: pass the keys negated.
+pub fn order_by(keys: &[f64]) -> Vec<usize> {
+    order_with(keys.len(), &|a, b| keys[a].total_cmp(&keys[b]))
+}
+
+/// `items` in the order [`order_by`] or [`order_with`] gave.
 pub fn reorder<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
     order.iter().filter_map(|&i| slots[i].take()).collect()
 }
 
+/// The same percentile as [`percentile_sorted`] from samples in any order, which it
+/// reorders: O(n) selection instead of a sort, for figures asked for again and again
+/// while a level runs.
 pub fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
     if samples.is_empty() {
         return None;
@@ -118,6 +188,7 @@ pub fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
     Some(at_lo + (h - lo as f64) * (at_hi - at_lo))
 }
 
+/// The `p`-th percentile (0–100) of sorted, non-empty samples, by linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     assert!(!sorted.is_empty(), "percentile of no samples");
     let h = (sorted.len() - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
@@ -128,6 +199,55 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    /// A spread of values: negatives, both zeros, infinities, subnormals, repeats.
+    fn awkward_floats() -> Vec<f64> {
+        let mut values: Vec<f64> = (0..500u64)
+            .map(|i| ((i * 7919) % 211) as f64 / 7.0 - 15.0)
+            .collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE / 4.0,
+        ]);
+        values.extend([-f64::MIN_POSITIVE / 4.0, f64::MAX, f64::MIN, 1e-300, -1e300]);
+        values
+    }
+
+    #[test]
+    fn sort_floats_is_total_cmp_order_bit_for_bit() {
+        let mut ours = awkward_floats();
+        let mut std = ours.clone();
+        sort_floats(&mut ours);
+        std.sort_by(f64::total_cmp);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&ours), bits(&std));
+        let mut none: Vec<f64> = Vec::new();
+        sort_floats(&mut none);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn order_with_is_a_stable_sort_at_every_length() {
+        // Lengths around the merge widths (1, 2, 4, …): odd tails are where a
+        // bottom-up merge sort goes wrong.
+        for n in 0..70usize {
+            let keys: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 11) % 7).collect();
+            let order = order_with(n, &|a, b| keys[a].cmp(&keys[b]));
+            let mut expected: Vec<usize> = (0..n).collect();
+            expected.sort_by_key(|&i| keys[i]);
+            assert_eq!(order, expected, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn sorted_unique_sorts_and_drops_repeats() {
+        assert_eq!(sorted_unique([16, 1, 4, 4, 2, 8, 1]), vec![1, 2, 4, 8, 16]);
+        assert_eq!(sorted_unique([u32::MAX, 0]), vec![0, u32::MAX]);
+        assert!(sorted_unique([]).is_empty());
+    }
 
     #[test]
     fn order_by_sorts_like_a_stable_sort() {

@@ -349,15 +349,16 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// The most requests in flight at one instant (a request that ends exactly when
 /// another starts does not overlap it).
 fn peak_overlap(spans: &[(u64, u64)]) -> u32 {
-    let mut edges: Vec<(u64, i32)> = spans
+    // Each edge as one number, its instant doubled and a start's low bit set: ends
+    // sort before starts at the same instant.
+    let mut edges: Vec<u64> = spans
         .iter()
-        .flat_map(|&(start, end)| [(start, 1), (end.max(start), -1)])
+        .flat_map(|&(start, end)| [start << 1 | 1, end.max(start) << 1])
         .collect();
-    // Ends (-1) sort before starts (+1) at the same instant.
-    edges.sort_unstable();
+    crate::stats::sort_numbers(&mut edges);
     let (mut now, mut peak) = (0i32, 0i32);
-    for (_, delta) in edges {
-        now += delta;
+    for edge in edges {
+        now += if edge & 1 == 1 { 1 } else { -1 };
         peak = peak.max(now);
     }
     peak as u32

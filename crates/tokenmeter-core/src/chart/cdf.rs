@@ -52,7 +52,7 @@ fn per_level(
         }
         samples.retain(|v| v.is_finite());
         if !samples.is_empty() {
-            samples.sort_unstable_by(f64::total_cmp);
+            crate::stats::sort_floats(&mut samples);
             levels.push((concurrency, samples));
         }
     }

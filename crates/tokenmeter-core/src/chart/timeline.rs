@@ -48,7 +48,7 @@ fn phases(r: &RequestRecord) -> Vec<(&'static str, u64, u64)> {
 /// its records).
 pub fn timeline(document: &RunDocument, concurrency: u32, look: Look) -> Option<String> {
     let lang = look.lang;
-    let mut requests: Vec<&RequestRecord> = document
+    let requests: Vec<&RequestRecord> = document
         .records
         .iter()
         .filter(|r| !r.warmup && r.concurrency == concurrency)
@@ -56,7 +56,11 @@ pub fn timeline(document: &RunDocument, concurrency: u32, look: Look) -> Option<
     if requests.is_empty() {
         return None;
     }
-    requests.sort_unstable_by_key(|r| (r.wanted_us, r.id));
+    let order = crate::stats::order_with(requests.len(), &|a, b| {
+        let (a, b) = (requests[a], requests[b]);
+        (a.wanted_us, a.id).cmp(&(b.wanted_us, b.id))
+    });
+    let mut requests = crate::stats::reorder(requests, &order);
     let n_all = requests.len();
     requests.truncate(MAX_BARS);
     let origin = requests[0].wanted_us;

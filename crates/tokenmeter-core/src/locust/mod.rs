@@ -350,13 +350,15 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
     // One time line: the run's start on the master's wall clock is zero; each
     // worker's monotonic times move by where its own zero was on its wall clock.
     let origin = run.started_wall_us;
-    lines.sort_unstable_by_key(|(number, l)| {
+    fn key((number, l): &(usize, Line)) -> (i64, &str, usize) {
         (
             l.anchor_wall_us.saturating_add(l.sent_us as i64),
-            l.worker.clone(),
+            &l.worker,
             *number,
         )
-    });
+    }
+    let order = crate::stats::order_with(lines.len(), &|a, b| key(&lines[a]).cmp(&key(&lines[b])));
+    let lines = crate::stats::reorder(lines, &order);
     let hosts: BTreeSet<String> = lines
         .iter()
         .map(|(_, l)| {

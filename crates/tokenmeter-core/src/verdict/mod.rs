@@ -254,8 +254,10 @@ fn noise_sentence(summaries: &[Summary]) -> Option<Sentence> {
 
 /// Analyses level points (sorted here by concurrency).
 pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
-    let mut points = points.to_vec();
-    points.sort_unstable_by_key(|p| p.concurrency);
+    let order = crate::stats::order_with(points.len(), &|a, b| {
+        points[a].concurrency.cmp(&points[b].concurrency)
+    });
+    let points = crate::stats::reorder(points.to_vec(), &order);
 
     let levels: Vec<LevelVerdict> = points
         .iter()
