@@ -1,13 +1,12 @@
 //! The errors panel: failures grouped by kind, each with its hint (in the page's
 //! language), its detail and one sample of what the server said.
 
-use std::collections::BTreeMap;
-
 use leptos::prelude::*;
 use tokenmeter_core::{
     condition::RunCondition,
     error::{ErrorKind, Lang},
     report::RunDocument,
+    vecmap::VecMap,
 };
 
 /// Failures of one kind, with one sample.
@@ -23,10 +22,10 @@ pub struct Group {
 
 /// The failures of a run (warm-ups excluded), by kind.
 pub fn error_groups(document: &RunDocument) -> Vec<Group> {
-    let mut groups: BTreeMap<ErrorKind, Group> = BTreeMap::new();
+    let mut groups: VecMap<ErrorKind, Group> = VecMap::new();
     for record in document.records.iter().filter(|r| !r.warmup) {
         if let Some(err) = &record.error {
-            let group = groups.entry(err.kind).or_insert_with(|| Group {
+            let group = groups.entry_or_insert_with(err.kind, || Group {
                 kind: err.kind,
                 n: 0,
                 detail: err.detail.clone(),

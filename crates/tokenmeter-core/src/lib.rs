@@ -37,5 +37,6 @@ pub mod stats;
 pub mod stream;
 pub mod summary;
 pub mod tagged;
+pub mod vecmap;
 pub mod verdict;
 pub mod vllm;

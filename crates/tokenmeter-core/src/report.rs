@@ -20,6 +20,7 @@ use crate::{
     search::SearchOutcome,
     stats::Distribution,
     summary::{Distortion, LevelStats, PassFigures, Summary},
+    vecmap::VecMap,
     verdict::{analyse, Verdict},
 };
 
@@ -201,11 +202,12 @@ impl RunDocument {
         records: Vec<RequestRecord>,
     ) -> RunDocument {
         let engine = environment.engine();
-        let mut by_level: BTreeMap<u32, LevelStats> = BTreeMap::new();
+        let mut by_level: VecMap<u32, LevelStats> = VecMap::new();
         for record in records.iter().filter(|r| !r.warmup) {
             by_level
-                .entry(record.concurrency)
-                .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
+                .entry_or_insert_with(record.concurrency, || {
+                    LevelStats::for_engine(record.concurrency, engine)
+                })
                 .add(record);
         }
         let mut total = LevelStats::default();
@@ -221,24 +223,27 @@ impl RunDocument {
             level.distorted = distortion(level, engine, &environment.conditions);
         }
         // A repeated ladder: each level's passes apart, for the noise between them.
-        let mut by_pass: BTreeMap<(u32, u32), LevelStats> = BTreeMap::new();
+        let mut by_pass: VecMap<(u32, u32), LevelStats> = VecMap::new();
         for record in records.iter().filter(|r| !r.warmup && r.repetition > 0) {
             by_pass
-                .entry((record.concurrency, record.repetition))
-                .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
+                .entry_or_insert_with((record.concurrency, record.repetition), || {
+                    LevelStats::for_engine(record.concurrency, engine)
+                })
                 .add(record);
         }
         if !by_pass.is_empty() {
             for record in records.iter().filter(|r| !r.warmup && r.repetition == 0) {
                 by_pass
-                    .entry((record.concurrency, 0))
-                    .or_insert_with(|| LevelStats::for_engine(record.concurrency, engine))
+                    .entry_or_insert_with((record.concurrency, 0), || {
+                        LevelStats::for_engine(record.concurrency, engine)
+                    })
                     .add(record);
             }
             for level in &mut levels {
                 let Some(c) = level.concurrency else { continue };
                 level.repetitions = by_pass
-                    .range((c, 0)..=(c, u32::MAX))
+                    .iter()
+                    .filter(|((level, _), _)| *level == c)
                     .map(|(&(_, repetition), stats)| {
                         PassFigures::of(repetition, &stats.summary(&plan.slo))
                     })

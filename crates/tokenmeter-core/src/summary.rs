@@ -23,13 +23,14 @@ use crate::{
     record::{RequestRecord, TokenSource},
     stats::Distribution,
     tagged::{need, WireError},
+    vecmap::VecMap,
 };
 
 const US_PER_S: f64 = 1e6;
 const US_PER_MS: f64 = 1e3;
 
 /// The per-request figures of one successful request that summaries need.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct OkRow {
     ttft_us: u64,
     ttfat_us: Option<u64>,
@@ -41,13 +42,12 @@ struct OkRow {
 }
 
 /// A mergeable accumulator of request records.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelStats {
     /// The concurrency level, `None` for a merge of several levels.
     pub concurrency: Option<u32>,
     /// The engine that measured the records: it decides where its own queue hides
     /// in the browser's timings (see [`browser::Engine`]).
-    #[serde(default)]
     pub engine: Engine,
     n_ok: u64,
     n_cancelled: u64,
@@ -64,7 +64,7 @@ pub struct LevelStats {
     slow_send_us: Vec<u64>,
     itl_us: Vec<u64>,
     /// Output tokens per whole second of the run's time origin.
-    token_bins: BTreeMap<u64, u64>,
+    token_bins: VecMap<u64, u64>,
     /// `(sent, end)` of every request, for the peak concurrency.
     spans: Vec<(u64, u64)>,
     first_wanted_us: Option<u64>,
@@ -72,17 +72,14 @@ pub struct LevelStats {
     /// `(first wanted, last end)` per pass of a repeated ladder: a level's wall
     /// time is the sum of its passes', not the span from its first to its last
     /// (the other levels ran in between).
-    #[serde(default)]
-    passes: BTreeMap<u32, (u64, u64)>,
+    passes: VecMap<u32, (u64, u64)>,
     n_usage_counted: u64,
     n_mismatched: u64,
     abs_mismatch_total: u64,
     /// Reasoning tokens counted in usage but never streamed, of successful requests.
-    #[serde(default)]
     hidden_reasoning: u64,
     /// Requests whose Resource Timing entry hides when they left the browser (the
     /// server sends no `Timing-Allow-Origin`).
-    #[serde(default)]
     n_timing_hidden: u64,
 }
 
@@ -122,8 +119,7 @@ impl LevelStats {
         );
         let pass = self
             .passes
-            .entry(record.repetition)
-            .or_insert((record.wanted_us, record.end_us));
+            .entry_or_insert_with(record.repetition, || (record.wanted_us, record.end_us));
         *pass = (pass.0.min(record.wanted_us), pass.1.max(record.end_us));
         self.spans.push((record.sent_us, record.end_us));
         self.queue_us.push(record.queue_us());
@@ -186,7 +182,7 @@ impl LevelStats {
                     u64::try_from((i + 1) * n / e - i * n / e).unwrap_or(u64::MAX)
                 }
             };
-            let bin = self.token_bins.entry(t / 1_000_000).or_default();
+            let bin = self.token_bins.entry_or_default(t / 1_000_000);
             *bin = bin.saturating_add(share);
         }
         if record.token_source == TokenSource::Usage {
@@ -317,15 +313,15 @@ impl AddAssign<&LevelStats> for LevelStats {
         }
         self.slow_send_us.extend_from_slice(&other.slow_send_us);
         self.itl_us.extend_from_slice(&other.itl_us);
-        for (bin, n) in &other.token_bins {
-            let total = self.token_bins.entry(*bin).or_default();
+        for (bin, n) in other.token_bins.iter() {
+            let total = self.token_bins.entry_or_default(*bin);
             *total = total.saturating_add(*n);
         }
         self.spans.extend_from_slice(&other.spans);
         self.first_wanted_us = min_opt(self.first_wanted_us, other.first_wanted_us);
         self.last_end_us = self.last_end_us.max(other.last_end_us);
-        for (&repetition, &(a, b)) in &other.passes {
-            let pass = self.passes.entry(repetition).or_insert((a, b));
+        for (&repetition, &(a, b)) in other.passes.iter() {
+            let pass = self.passes.entry_or_insert_with(repetition, || (a, b));
             *pass = (pass.0.min(a), pass.1.max(b));
         }
         self.n_usage_counted += other.n_usage_counted;

@@ -14,8 +14,6 @@
 //! export works on it unchanged. The key never enters the file: it is read from
 //! [`KEY_ENV`] when the test runs.
 
-use std::collections::BTreeSet;
-
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -285,7 +283,7 @@ struct RunLine {
 pub fn import(text: &str) -> Result<RunDocument, String> {
     let mut run: Option<RunLine> = None;
     let mut lines: Vec<(usize, Line)> = Vec::new();
-    let mut stages_done = BTreeSet::new();
+    let mut stages_done: Vec<u64> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let number = i + 1;
         if raw.trim().is_empty() {
@@ -320,7 +318,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
             }
             Some("stage") => {
                 if let Some(stage) = value.get("stage").and_then(Value::as_u64) {
-                    stages_done.insert(stage);
+                    stages_done.push(stage);
                 }
             }
             Some("request") => {
@@ -359,16 +357,21 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
     }
     let order = crate::stats::order_with(lines.len(), &|a, b| key(&lines[a]).cmp(&key(&lines[b])));
     let lines = crate::stats::reorder(lines, &order);
-    let hosts: BTreeSet<String> = lines
-        .iter()
-        .map(|(_, l)| {
-            l.worker
-                .rsplit_once(':')
-                .map_or(&*l.worker, |(host, _)| host)
-                .to_owned()
-        })
-        .collect();
-    let workers: BTreeSet<&str> = lines.iter().map(|(_, l)| l.worker.as_str()).collect();
+    fn host(worker: &str) -> &str {
+        worker.rsplit_once(':').map_or(worker, |(host, _)| host)
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    let mut workers: Vec<&str> = Vec::new();
+    for (_, l) in &lines {
+        if !workers.contains(&l.worker.as_str()) {
+            workers.push(&l.worker);
+        }
+        if !hosts.iter().any(|h| h == host(&l.worker)) {
+            hosts.push(host(&l.worker).to_owned());
+        }
+    }
+    let by_name = crate::stats::order_with(hosts.len(), &|a, b| hosts[a].cmp(&hosts[b]));
+    let hosts = crate::stats::reorder(hosts, &by_name);
     let n_workers = run.n_workers.max(workers.len() as u32);
     let records: Vec<RequestRecord> = lines
         .iter()
@@ -386,7 +389,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
         conditions: vec![RunCondition::Locust {
             locust_version: run.locust.clone(),
             n_workers,
-            hosts: hosts.into_iter().collect(),
+            hosts,
         }],
         ..Environment::default()
     };
