@@ -3,8 +3,6 @@
 //! choice, remembered in this browser. Every cell stays in the page (hidden ones
 //! are not displayed), so the `data-col` hooks read the same whatever is chosen.
 
-use std::collections::BTreeSet;
-
 use leptos::prelude::*;
 
 const COLUMNS_STORAGE: &str = "tokenmeter.columns.v1";
@@ -76,7 +74,9 @@ pub fn columns(kinds: TableKinds) -> impl Iterator<Item = &'static Column> {
 
 /// Which columns are shown, as chosen in this browser.
 #[derive(Clone, Copy)]
-pub struct ShownColumns(RwSignal<BTreeSet<&'static str>>);
+/// The names, sorted (a sorted vector rather than a set: the page has no other
+/// `BTreeSet`, and each kind of B-tree is compiled into the page's WebAssembly).
+pub struct ShownColumns(RwSignal<Vec<&'static str>>);
 
 impl ShownColumns {
     /// The choice kept in this browser, or the article's columns.
@@ -84,30 +84,28 @@ impl ShownColumns {
         let stored: Option<Vec<String>> = storage()
             .and_then(|s| s.get_item(COLUMNS_STORAGE).ok().flatten())
             .and_then(|json| serde_json::from_str(&json).ok());
-        let shown = match stored {
-            Some(cols) => COLUMNS
-                .iter()
-                .filter(|c| cols.iter().any(|s| s == c.col))
-                .map(|c| c.col)
-                .collect(),
-            None => COLUMNS
-                .iter()
-                .filter(|c| c.by_default)
-                .map(|c| c.col)
-                .collect(),
-        };
+        let mut shown: Vec<&'static str> = Vec::new();
+        for column in COLUMNS.iter().filter(|c| match &stored {
+            Some(cols) => cols.iter().any(|s| s == c.col),
+            None => c.by_default,
+        }) {
+            if let Err(at) = shown.binary_search(&column.col) {
+                shown.insert(at, column.col);
+            }
+        }
         ShownColumns(RwSignal::new(shown))
     }
 
     pub fn is_shown(&self, col: &str) -> bool {
-        self.0.with(|shown| shown.contains(col))
+        self.0.with(|shown| shown.contains(&col))
     }
 
     fn toggle(&self, col: &'static str) {
-        self.0.update(|shown| {
-            if !shown.remove(col) {
-                shown.insert(col);
+        self.0.update(|shown| match shown.binary_search(&col) {
+            Ok(at) => {
+                shown.remove(at);
             }
+            Err(at) => shown.insert(at, col),
         });
         let json = self
             .0

@@ -120,7 +120,7 @@ pub fn queues(engine: Engine, concurrency: u32, protocol: &str) -> bool {
 pub fn queued_protocol(
     engine: Engine,
     concurrency: u32,
-    protocols: &std::collections::BTreeMap<String, u64>,
+    protocols: &crate::vecmap::VecMap<String, u64>,
 ) -> Option<&str> {
     protocols
         .keys()

@@ -6,7 +6,7 @@
 //! The run document keeps them typed (`environment.conditions`) and, for readers of
 //! schema 1, as English sentences (`environment.notes`).
 
-use std::collections::BTreeMap;
+use crate::vecmap::VecMap;
 
 use serde::{
     de::{self, IntoDeserializer},
@@ -575,7 +575,7 @@ pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
 pub fn browser_queue_at(
     engine: Engine,
     concurrency: u32,
-    protocols: &BTreeMap<String, u64>,
+    protocols: &VecMap<String, u64>,
     wait_p95_ms: Option<f64>,
     ttft_after_send_p50_ms: Option<f64>,
 ) -> Option<RunCondition> {

@@ -8,7 +8,7 @@
 //! [`LevelStats`](crate::summary::LevelStats) at the end, from every sample; these
 //! are the same percentiles of the same TTFTs, only fewer of them.
 
-use std::collections::BTreeMap;
+use crate::vecmap::VecMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +41,7 @@ pub struct LiveLevel {
     ttft_us: Vec<f64>,
     browser_wait_us: Vec<f64>,
     ttft_after_send_us: Vec<f64>,
-    protocols: BTreeMap<String, u64>,
+    protocols: VecMap<String, u64>,
     n_out_total: u64,
     first_wanted_us: Option<u64>,
     last_end_us: Option<u64>,
@@ -57,7 +57,7 @@ impl LiveLevel {
             ttft_us: Vec::new(),
             browser_wait_us: Vec::new(),
             ttft_after_send_us: Vec::new(),
-            protocols: BTreeMap::new(),
+            protocols: VecMap::new(),
             n_out_total: 0,
             first_wanted_us: None,
             last_end_us: None,

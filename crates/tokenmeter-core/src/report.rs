@@ -5,7 +5,7 @@
 //! field. Add fields with `#[serde(default)]`; bump [`RUN_SCHEMA`] only for a change
 //! an older reader would misread, and keep reading the older versions.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -605,7 +605,7 @@ fn num(x: f64) -> String {
     }
 }
 
-fn fails_text(fails: &BTreeMap<ErrorKind, u64>) -> String {
+fn fails_text(fails: &VecMap<ErrorKind, u64>) -> String {
     fails
         .iter()
         .map(|(k, n)| format!("{}:{n}", k.name()))

@@ -12,7 +12,7 @@
 //!   it is too high whenever requests do not overlap perfectly (queueing, TTFT,
 //!   uneven lengths), and the error grows under load. Reported for comparison only.
 
-use std::{collections::BTreeMap, ops::AddAssign};
+use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +51,7 @@ pub struct LevelStats {
     pub engine: Engine,
     n_ok: u64,
     n_cancelled: u64,
-    fails: BTreeMap<ErrorKind, u64>,
+    fails: VecMap<ErrorKind, u64>,
     rows: Vec<OkRow>,
     queue_us: Vec<u64>,
     /// Successful requests with Resource Timing: time in the browser before sending,
@@ -59,7 +59,7 @@ pub struct LevelStats {
     browser_wait_us: Vec<u64>,
     ttft_after_send_us: Vec<u64>,
     /// Requests per `nextHopProtocol`.
-    protocols: BTreeMap<String, u64>,
+    protocols: VecMap<String, u64>,
     /// Unexplained browser waits of slow sends (see `SLOW_SEND_US`).
     slow_send_us: Vec<u64>,
     itl_us: Vec<u64>,
@@ -136,7 +136,7 @@ impl LevelStats {
             {
                 self.slow_send_us.push(wait);
             }
-            *self.protocols.entry(protocol).or_default() += 1;
+            *self.protocols.entry_or_default(protocol) += 1;
         }
         match &record.error {
             Some(err) if err.kind == ErrorKind::Cancelled => {
@@ -144,14 +144,14 @@ impl LevelStats {
                 return;
             }
             Some(err) => {
-                *self.fails.entry(err.kind).or_default() += 1;
+                *self.fails.entry_or_default(err.kind) += 1;
                 return;
             }
             None => {}
         }
         let (Some(ttft_us), Some(n_out)) = (record.ttft_us(), record.n_out) else {
             // A successful record always has a first token; be defensive all the same.
-            *self.fails.entry(ErrorKind::EmptyStream).or_default() += 1;
+            *self.fails.entry_or_default(ErrorKind::EmptyStream) += 1;
             return;
         };
         self.n_ok += 1;
@@ -300,7 +300,7 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.n_ok += other.n_ok;
         self.n_cancelled += other.n_cancelled;
         for (kind, n) in &other.fails {
-            *self.fails.entry(*kind).or_default() += n;
+            *self.fails.entry_or_default(*kind) += n;
         }
         self.rows.extend_from_slice(&other.rows);
         self.queue_us.extend_from_slice(&other.queue_us);
@@ -309,7 +309,7 @@ impl AddAssign<&LevelStats> for LevelStats {
         self.ttft_after_send_us
             .extend_from_slice(&other.ttft_after_send_us);
         for (protocol, n) in &other.protocols {
-            *self.protocols.entry(protocol.clone()).or_default() += n;
+            *self.protocols.entry_or_default(protocol.clone()) += n;
         }
         self.slow_send_us.extend_from_slice(&other.slow_send_us);
         self.itl_us.extend_from_slice(&other.itl_us);
@@ -370,7 +370,7 @@ pub struct Summary {
     /// Failures, cancelled requests excluded.
     pub n_fail: u64,
     pub n_cancelled: u64,
-    pub fails_by_kind: BTreeMap<ErrorKind, u64>,
+    pub fails_by_kind: VecMap<ErrorKind, u64>,
     pub ttft_ms: Option<Distribution>,
     /// Time to the first answer token (differs from TTFT with reasoning models).
     pub ttfat_ms: Option<Distribution>,
@@ -390,7 +390,7 @@ pub struct Summary {
     pub ttft_after_send_ms: Option<Distribution>,
     /// Requests per HTTP version the browser reported (`http/1.1`, `h2`, `h3`).
     #[serde(default)]
-    pub protocols: BTreeMap<String, u64>,
+    pub protocols: VecMap<String, u64>,
     /// Slow sends: requests that waited at least 10 ms in the browser on an open
     /// connection with no browser queue in front (the cost of a CORS preflight);
     /// their unexplained wait.

@@ -6,6 +6,15 @@
 //! downloads every copy on a first visit. This one is a binary search and a
 //! `Vec::insert`; with keys arriving mostly in order (levels, seconds) inserting at the
 //! end is the usual case.
+//!
+//! In JSON it is an object, written in key order: the same text as a `BTreeMap`'s.
+
+use std::{fmt, marker::PhantomData, ops::Index};
+
+use serde::{
+    de::{MapAccess, Visitor},
+    Deserialize, Deserializer, Serialize, Serializer,
+};
 
 /// Entries sorted by key, each key once.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,9 +55,41 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entry_or_insert_with(key, V::default)
     }
 
-    pub fn get(&self, key: &K) -> Option<&V> {
-        let at = self.entries.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+    /// Sets the value of `key`, giving back the one it replaced.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.entries.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
+            Err(at) => {
+                self.entries.insert(at, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        let at = self
+            .entries
+            .binary_search_by(|(k, _)| k.borrow().cmp(key))
+            .ok()?;
         Some(&self.entries[at].1)
+    }
+
+    pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        let at = self
+            .entries
+            .binary_search_by(|(k, _)| k.borrow().cmp(key))
+            .ok()?;
+        Some(&mut self.entries[at].1)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
     }
 
     /// The entries in key order.
@@ -75,6 +116,63 @@ impl<K: Ord, V> VecMap<K, V> {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+impl<K: Ord + std::borrow::Borrow<Q>, Q: Ord + ?Sized, V> Index<&Q> for VecMap<K, V> {
+    type Output = V;
+
+    /// The value of `key`; panics when it is not there, as `BTreeMap`'s does.
+    fn index(&self, key: &Q) -> &V {
+        self.get(key).expect("no entry for this key")
+    }
+}
+
+impl<'a, K: Ord, V> IntoIterator for &'a VecMap<K, V> {
+    type Item = (&'a K, &'a V);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<K: Ord, V> FromIterator<(K, V)> for VecMap<K, V> {
+    /// Later values of a repeated key replace earlier ones.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
+        let mut map = VecMap::new();
+        for (k, v) in entries {
+            map.insert(k, v);
+        }
+        map
+    }
+}
+
+impl<K: Serialize, V: Serialize> Serialize for VecMap<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.entries.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>> Deserialize<'de> for VecMap<K, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries<K, V>(PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>> Visitor<'de> for Entries<K, V> {
+            type Value = VecMap<K, V>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+                let mut map = VecMap::new();
+                while let Some((k, v)) = access.next_entry()? {
+                    map.insert(k, v);
+                }
+                Ok(map)
+            }
+        }
+        deserializer.deserialize_map(Entries(PhantomData))
     }
 }
 
@@ -109,5 +207,37 @@ mod tests {
         assert_eq!(map.values().collect::<Vec<_>>(), ["second", "first"]);
         assert!(!map.is_empty());
         assert!(VecMap::<u8, u8>::new().is_empty());
+    }
+
+    #[test]
+    fn json_is_a_btreemaps_text_both_ways() {
+        use std::collections::BTreeMap;
+        let pairs = [("http/1.1", 3u64), ("h2", 5), ("h3", 0)];
+        let ours: VecMap<String, u64> = pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        let theirs: BTreeMap<String, u64> = pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        let json = serde_json::to_string(&ours).unwrap();
+        assert_eq!(json, serde_json::to_string(&theirs).unwrap());
+        assert_eq!(
+            serde_json::from_str::<VecMap<String, u64>>(&json).unwrap(),
+            ours
+        );
+        assert_eq!(ours["h2"], 5);
+        assert_eq!(
+            serde_json::to_string(&VecMap::<u8, u8>::new()).unwrap(),
+            "{}"
+        );
+        assert!(serde_json::from_str::<VecMap<String, u64>>("[1]").is_err());
+    }
+
+    #[test]
+    fn insert_replaces_and_says_what_it_replaced() {
+        let mut map: VecMap<&str, u32> = VecMap::new();
+        assert_eq!(map.insert("b", 1), None);
+        assert_eq!(map.insert("a", 2), None);
+        assert_eq!(map.insert("b", 3), Some(1));
+        *map.get_mut("a").unwrap() += 10;
+        assert_eq!(map.iter().collect::<Vec<_>>(), [(&"a", &12), (&"b", &3)]);
+        map.clear();
+        assert!(map.is_empty());
     }
 }

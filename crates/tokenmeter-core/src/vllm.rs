@@ -21,6 +21,7 @@ use crate::{
     report::{Environment, RunDocument, RunStatus},
     stats::Distribution,
     stream::Usage,
+    vecmap::VecMap,
     verdict::analyse,
 };
 
@@ -218,12 +219,12 @@ fn summary_only(value: &Value) -> Result<RunDocument, String> {
     let (concurrency, load) = load_of(value, n);
     let date = value.get("date").and_then(Value::as_str).unwrap_or("");
     let mut missing = always_missing();
-    let mut absent = std::collections::BTreeSet::new();
-    let distribution = |metric: &str, absent: &mut std::collections::BTreeSet<&'static str>| {
+    let mut absent = VecMap::new();
+    let distribution = |metric: &str, absent: &mut VecMap<&'static str, ()>| {
         let mean = number(&format!("mean_{metric}_ms"))?;
         let mut figure = |key: String, name: &'static str| {
             number(&key).unwrap_or_else(|| {
-                absent.insert(name);
+                absent.insert(name, ());
                 f64::NAN
             })
         };
@@ -245,7 +246,7 @@ fn summary_only(value: &Value) -> Result<RunDocument, String> {
     let itl = distribution("itl", &mut absent);
     let e2e = distribution("e2el", &mut absent);
     if !absent.is_empty() {
-        let names: Vec<&str> = absent.into_iter().collect();
+        let names: Vec<&str> = absent.keys().copied().collect();
         missing.push(format!(
             "{} (vLLM saves the percentiles --metric-percentiles asks for: 99 by default)",
             names.join(", ")
