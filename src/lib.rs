@@ -11,7 +11,7 @@ pub mod engine;
 mod files;
 mod glossary;
 mod history;
-mod models;
+pub mod models;
 pub mod protocol;
 mod results;
 mod run;

@@ -1,25 +1,13 @@
 //! "Load models": `GET {base}/models`, from the page (this is configuration, not
 //! measurement), with the key sent the way the plan says, abortable.
 
-use serde::Deserialize;
+use js_sys::{Array, Reflect};
 use tokenmeter_core::{error::ErrorKind, error::Lang, plan::Plan};
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, RequestInit, Response};
 
 use crate::engine::request::describe_js_error;
-
-/// The OpenAI models list, as far as it is read.
-#[derive(Deserialize)]
-struct ModelList {
-    #[serde(default)]
-    data: Vec<Model>,
-}
-
-#[derive(Deserialize)]
-struct Model {
-    id: String,
-}
 
 /// The model IDs the server lists, or a sentence saying why there are none.
 pub async fn list(
@@ -63,8 +51,29 @@ pub async fn list(
                 describe_js_error(&err)
             )
         })?;
-    // The browser parsed the JSON; serde-wasm-bindgen reads the parts we need.
-    let list: ModelList = serde_wasm_bindgen::from_value(body)
-        .map_err(|err| format!("{url} did not answer with a models list: {err}"))?;
-    Ok(list.data.into_iter().map(|m| m.id).collect())
+    model_ids(&body).map_err(|why| format!("{url} did not answer with a models list: {why}"))
+}
+
+/// The `id` of each entry of the OpenAI models list `{"data": [{"id": …}, …]}`, read
+/// from the object the browser parsed (no `data`: no models).
+pub fn model_ids(body: &JsValue) -> Result<Vec<String>, String> {
+    if !body.is_object() {
+        return Err("the answer is not a JSON object".into());
+    }
+    let data = Reflect::get(body, &JsValue::from_str("data")).map_err(|e| describe_js_error(&e))?;
+    if data.is_undefined() {
+        return Ok(Vec::new());
+    }
+    let entries = data
+        .dyn_into::<Array>()
+        .map_err(|_| "its `data` is not a list".to_owned())?;
+    entries
+        .iter()
+        .map(|entry| {
+            Reflect::get(&entry, &JsValue::from_str("id"))
+                .ok()
+                .and_then(|id| id.as_string())
+                .ok_or_else(|| "an entry of its `data` has no `id` text".to_owned())
+        })
+        .collect()
 }

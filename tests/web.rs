@@ -168,3 +168,29 @@ async fn a_worker_that_fails_to_load_is_replaced_at_the_next_run() {
         assert!(problem.contains(expected), "attempt {attempt}: {problem}");
     }
 }
+
+#[wasm_bindgen_test]
+fn a_models_list_is_read_from_the_parsed_json_and_anything_else_is_said() {
+    let ids = |json: &str| tokenmeter::models::model_ids(&js_sys::JSON::parse(json).unwrap());
+    assert_eq!(
+        ids(
+            r#"{"object":"list","data":[{"id":"qwen2.5-7b-instruct","object":"model"},{"id":"deepseek-r1"}]}"#
+        ),
+        Ok(vec![
+            "qwen2.5-7b-instruct".to_owned(),
+            "deepseek-r1".to_owned()
+        ])
+    );
+    assert_eq!(ids(r#"{"object":"list"}"#), Ok(vec![]));
+    assert_eq!(ids(r#"{"data":[]}"#), Ok(vec![]));
+    assert!(ids(r#"{"data":{"id":"m"}}"#)
+        .unwrap_err()
+        .contains("`data` is not a list"));
+    assert!(ids(r#"{"data":[{"name":"m"}]}"#)
+        .unwrap_err()
+        .contains("no `id`"));
+    assert!(ids(r#"{"data":[{"id":7}]}"#)
+        .unwrap_err()
+        .contains("no `id`"));
+    assert!(ids(r#""qwen""#).unwrap_err().contains("not a JSON object"));
+}
