@@ -5,6 +5,55 @@
 //! engine, in a Web Worker, so rendering can never delay a timestamp, and every
 //! figure is computed by `tokenmeter-core`. See ARCHITECTURE.md.
 
+/// A function whose code a split build (`--features split`, which only
+/// `cargo xtask` turns on: xtask/src/split.rs) moves into a WebAssembly module of
+/// its own, `split_<module>.wasm`, fetched and instantiated on its first call, so
+/// that the first visit does not download it. The function is `async` in every
+/// build, and says [`PieceMissing`] when that module cannot be fetched (a host
+/// that lacks some of the build's files, a network that failed: the next call
+/// tries again). Its arguments and result cross between modules by value: no
+/// generics, no `impl Trait`, no panics across.
+macro_rules! split_off {
+    ($module:ident: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        split_off! { $module: $(#[$attr])* $vis fn $name($($arg: $ty),*) -> () $body }
+    };
+    ($module:ident: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        #[cfg(feature = "split")]
+        $(#[$attr])*
+        #[::leptos::wasm_split::wasm_split($module, wasm_split_path = ::leptos::wasm_split, fallible)]
+        $vis fn $name($($arg: $ty),*) -> Result<$ret, $crate::PieceMissing> {
+            // A function of its own, so that the body's `return`s give a `$ret`.
+            fn body($($arg: $ty),*) -> $ret $body
+            Ok(body($($arg),*))
+        }
+
+        #[cfg(not(feature = "split"))]
+        $(#[$attr])*
+        $vis async fn $name($($arg: $ty),*) -> Result<$ret, $crate::PieceMissing> {
+            fn body($($arg: $ty),*) -> $ret $body
+            Ok(body($($arg),*))
+        }
+    };
+}
+
+/// A piece of a split build (see `split_off!`) that could not be fetched or
+/// instantiated.
+#[derive(Debug)]
+pub struct PieceMissing;
+
+#[cfg(feature = "split")]
+impl From<leptos::wasm_split::SplitLoaderError> for PieceMissing {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        PieceMissing
+    }
+}
+
+impl std::fmt::Display for PieceMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the page could not fetch part of its code (a file in the build's tokenmeter-*-split/ folder): publish every file of the build's dist/ folder beside the page, then reload")
+    }
+}
+
 mod app;
 mod config;
 pub mod engine;

@@ -8,6 +8,11 @@ fn main() {
     if js_sys::global().is_instance_of::<web_sys::Window>() {
         leptos::mount::mount_to_body(tokenmeter::App);
     } else {
-        tokenmeter::engine::host::listen();
+        wasm_bindgen_futures::spawn_local(async {
+            if let Err(missing) = tokenmeter::engine::host::listen().await {
+                // Thrown, so that the page hears it as the worker's error and says it.
+                wasm_bindgen::throw_str(&format!("the engine could not start: {missing}"));
+            }
+        });
     }
 }

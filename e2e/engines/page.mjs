@@ -106,14 +106,23 @@ export class EnginePage {
     );
   }
 
-  /** Clicks an export button and returns the text of the file it offered. */
+  /**
+   * Clicks an export button and returns the text of the file it offered, or null
+   * when none came within 10 s (the first export of a split build fetches its code).
+   */
   async exportText(id) {
+    const before = await this.driver.executeScript(() => window.__tmDownloads.length);
     await this.click(id);
-    return this.driver.executeAsyncScript((done) => {
-      const last = window.__tmDownloads.at(-1);
-      if (!last) return done(null);
-      last.blob.text().then(done, (err) => done(`unreadable: ${err}`));
-    });
+    return this.driver.executeAsyncScript((before, done) => {
+      const deadline = Date.now() + 10_000;
+      const look = () => {
+        const offered = window.__tmDownloads[before];
+        if (offered) return offered.blob.text().then(done, (err) => done(`unreadable: ${err}`));
+        if (Date.now() > deadline) return done(null);
+        setTimeout(look, 20);
+      };
+      look();
+    }, before);
   }
 
   /** Everything this origin keeps in local storage, as one string. */

@@ -14,6 +14,14 @@ use web_sys::{RequestCache, RequestInit, Response};
 use super::draft::DraftSignals;
 use crate::{engine::request::describe_js_error, files::download};
 
+split_off! { locust:
+    /// The plan as a locustfile, from its `template`: in a split build, code
+    /// fetched on the first export.
+    fn locustfile(template: String, plan: Plan) -> Result<String, String> {
+        locust::locustfile_from(&template, &plan)
+    }
+}
+
 #[component]
 pub fn LocustExport(
     draft: DraftSignals,
@@ -31,13 +39,18 @@ pub fn LocustExport(
                 Some(text) => Ok(text),
                 None => fetch_template().await,
             };
-            let file = fetched.and_then(|text| {
-                let file = locust::locustfile_from(&text, &plan);
-                if file.is_ok() {
-                    template.try_set_value(Some(text));
+            let file = match fetched {
+                Ok(text) => {
+                    let file = locustfile(text.clone(), plan)
+                        .await
+                        .unwrap_or_else(|missing| Err(missing.to_string()));
+                    if file.is_ok() {
+                        template.try_set_value(Some(text));
+                    }
+                    file
                 }
-                file
-            });
+                Err(why) => Err(why),
+            };
             match file {
                 Ok(file) => {
                     problems.try_set(Vec::new());

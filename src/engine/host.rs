@@ -19,8 +19,14 @@ use crate::protocol::{FromWorker, ToWorker};
 use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-/// Listens for the page's messages in this worker, and says `Ready`.
-pub fn listen() {
+split_off! { engine:
+    /// Listens for the page's messages in this worker, and says `Ready`. In a split
+    /// build this, and all of the engine that only the worker runs, is
+    /// `split_engine.wasm`: the page never fetches it.
+    pub fn listen() { listen_here() }
+}
+
+fn listen_here() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let post: Rc<dyn Fn(FromWorker)> = Rc::new({
         let scope = scope.clone();

@@ -8,20 +8,23 @@ use tokenmeter_core::report::{RunDocument, RunStatus};
 use super::History;
 use crate::files::read_file;
 
-/// `text` as a run document: tokenmeter's own, a vLLM `bench serve` result, or
-/// the records of an exported plan run on Locust (JSON lines).
-fn import(text: &str) -> Result<RunDocument, String> {
-    if tokenmeter_core::locust::is_locust_records(text) {
-        return tokenmeter_core::locust::import(text);
-    }
-    RunDocument::from_json(text).or_else(|own| {
-        let is_ours = serde_json::from_str::<serde_json::Value>(text)
-            .is_ok_and(|v| v.get("schema").is_some());
-        if is_ours {
-            return Err(own);
+split_off! { imports:
+    /// `text` as a run document: tokenmeter's own, a vLLM `bench serve` result, or
+    /// the records of an exported plan run on Locust (JSON lines). A split build
+    /// fetches the other tools' readers on the first import.
+    fn import(text: String) -> Result<RunDocument, String> {
+        if tokenmeter_core::locust::is_locust_records(&text) {
+            return tokenmeter_core::locust::import(&text);
         }
-        tokenmeter_core::vllm::import(text)
-    })
+        RunDocument::from_json(&text).or_else(|own| {
+            let is_ours = serde_json::from_str::<serde_json::Value>(&text)
+                .is_ok_and(|v| v.get("schema").is_some());
+            if is_ours {
+                return Err(own);
+            }
+            tokenmeter_core::vllm::import(&text)
+        })
+    }
 }
 use crate::run::RunController;
 
@@ -30,16 +33,22 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
     let import_error = RwSignal::new(None::<String>);
     let import_text = RwSignal::new(String::new());
     // A tokenmeter run document, or a vLLM bench serve result (--save-detailed).
-    let import_one = move |text: &str| match import(text) {
-        Ok(document) => {
-            history.keep(&document);
-            import_error.set(None);
-            import_text.set(String::new());
-        }
-        Err(problem) => import_error.set(Some(problem)),
+    let import_one = move |text: String| {
+        leptos::task::spawn_local(async move {
+            match import(text)
+                .await
+                .unwrap_or_else(|missing| Err(missing.to_string()))
+            {
+                Ok(document) => {
+                    history.keep(&document);
+                    import_error.set(None);
+                    import_text.set(String::new());
+                }
+                Err(problem) => import_error.set(Some(problem)),
+            }
+        });
     };
-    // Read out first: importing clears the field, which must not be borrowed then.
-    let on_import = move |_| import_one(&import_text.get_untracked());
+    let on_import = move |_| import_one(import_text.get_untracked());
     view! {
         <section
             class="panel history"
@@ -83,7 +92,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                     type="file"
                     accept="application/json,.json,.jsonl"
                     data-testid="history-import-file"
-                    on:change=move |ev| read_file(ev, move |text| import_one(&text))
+                    on:change=move |ev| read_file(ev, import_one)
                 />
                 <textarea
                     data-testid="history-import-text"

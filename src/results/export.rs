@@ -10,19 +10,55 @@ use tokenmeter_core::{error::Lang, report::RunDocument};
 
 use crate::files::download;
 
+/// What each export button writes.
+#[derive(Clone, Copy, Debug)]
+enum Export {
+    Json,
+    LevelsCsv,
+    RequestsCsv,
+    Markdown,
+    Html,
+}
+
+split_off! { exports:
+    /// The file that `export` makes of `document`. The reports and their templates
+    /// are rarely needed: a split build fetches their code on the first export.
+    fn render(export: Export, document: Arc<RunDocument>, lang: Lang) -> String {
+        match export {
+            Export::Json => document.to_json(),
+            Export::LevelsCsv => document.levels_csv(),
+            Export::RequestsCsv => document.requests_csv(),
+            Export::Markdown => document.markdown(lang),
+            Export::Html => document.html(lang),
+        }
+    }
+}
+
 #[component]
 pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
     // Each button renders its file when clicked, from the one shared document.
+    let problem = RwSignal::new(None::<String>);
     let button = move |testid: &'static str,
                        text: &'static str,
                        suffix: &'static str,
                        mime: &'static str,
-                       render: fn(&RunDocument, Lang) -> String| {
+                       export: Export| {
         let document = document.clone();
         view! {
             <button data-testid=testid on:click=move |_| {
                 let name = format!("tokenmeter-{}{suffix}", document.run_id);
-                download(&name, mime, &render(&document, lang.get_untracked()));
+                let (document, lang) = (document.clone(), lang.get_untracked());
+                leptos::task::spawn_local(async move {
+                    match render(export, document, lang).await {
+                        Ok(file) => {
+                            problem.try_set(None);
+                            download(&name, mime, &file);
+                        }
+                        Err(missing) => {
+                            problem.try_set(Some(missing.to_string()));
+                        }
+                    }
+                });
             }>
                 {text}
             </button>
@@ -30,11 +66,12 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
     };
     view! {
         <div class="actions">
-            {button("export-json", "Export JSON", ".json", "application/json", |d, _| d.to_json())}
-            {button("export-csv", "Levels CSV", "-levels.csv", "text/csv", |d, _| d.levels_csv())}
-            {button("export-requests-csv", "Requests CSV", "-requests.csv", "text/csv", |d, _| d.requests_csv())}
-            {button("export-md", "Markdown", ".md", "text/markdown", RunDocument::markdown)}
-            {button("export-html", "HTML report", ".html", "text/html", RunDocument::html)}
+            {button("export-json", "Export JSON", ".json", "application/json", Export::Json)}
+            {button("export-csv", "Levels CSV", "-levels.csv", "text/csv", Export::LevelsCsv)}
+            {button("export-requests-csv", "Requests CSV", "-requests.csv", "text/csv", Export::RequestsCsv)}
+            {button("export-md", "Markdown", ".md", "text/markdown", Export::Markdown)}
+            {button("export-html", "HTML report", ".html", "text/html", Export::Html)}
+            {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p}</p> })}
         </div>
     }
 }

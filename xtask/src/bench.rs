@@ -123,7 +123,9 @@ fn page_bench(root: &std::path::Path, scripts: &[&str]) -> Result<()> {
         "--public-url",
         "./",
     ]);
+    trunk.args(crate::split::TRUNK_FEATURES);
     exec(&mut trunk)?;
+    crate::split::apply(&root.join(BENCH_DIST), crate::split::Profile::Release)?;
     crate::wasm_opt::apply(&root.join(BENCH_DIST))?;
     crate::csp::apply(&root.join(BENCH_DIST))?;
     exec(Command::new("cargo").current_dir(root).args([

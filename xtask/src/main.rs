@@ -12,6 +12,7 @@ mod bench;
 mod csp;
 mod serve;
 mod setup;
+mod split;
 mod test;
 mod util;
 mod wasm_opt;

@@ -5,6 +5,7 @@ use std::process::{Child, Command, Stdio};
 
 use crate::{
     setup::{self, Needs},
+    split,
     util::{exec, project_root, step, Result},
 };
 
@@ -33,12 +34,14 @@ pub fn run(args: &[String]) -> Result<()> {
 /// The release build: LTO, relative asset paths so `dist/` works under any sub-path.
 pub fn release_build() -> Result<()> {
     let env = setup::ensure(Needs::default())?;
-    step("trunk build --release, then wasm-opt -Oz", || {
+    step("trunk build --release, split, then wasm-opt -Oz", || {
         let mut trunk = env.wasm_command("trunk");
         trunk
             .current_dir(project_root())
-            .args(["build", "--release", "--public-url", "./"]);
+            .args(["build", "--release", "--public-url", "./"])
+            .args(split::TRUNK_FEATURES);
         exec(&mut trunk)?;
+        split::apply(&project_root().join("dist"), split::Profile::Release)?;
         crate::wasm_opt::apply(&project_root().join("dist"))?;
         crate::csp::apply(&project_root().join("dist"))
     })?;

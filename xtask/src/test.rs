@@ -119,12 +119,15 @@ pub fn run(args: &[String]) -> Result<()> {
             )
         },
     )?;
-    step("trunk build for the end-to-end specs", || {
+    step("trunk build for the end-to-end specs, split", || {
         let mut trunk = env.wasm_command("trunk");
         trunk
             .current_dir(&root)
-            .args(["build", "--dist", E2E_DIST, "--public-url", "./"]);
+            .args(["build", "--dist", E2E_DIST, "--public-url", "./"])
+            .args(crate::split::TRUNK_FEATURES);
         exec(&mut trunk)?;
+        // As users get it: the specs load the split build (the engine a piece of its own).
+        crate::split::apply(&root.join(E2E_DIST), crate::split::Profile::Debug)?;
         // The specs run the page under its Content-Security-Policy, as users get it.
         crate::csp::apply(&root.join(E2E_DIST))
     })?;

@@ -4,7 +4,11 @@
 //! Trunk wrote into `index.html` for them brought up to date. Trunk's own wasm-opt
 //! step stays off: it would download binaryen from GitHub.
 
-use std::{fs, path::Path, process::Command};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use crate::util::{exec, project_root, Result};
 
@@ -31,11 +35,17 @@ pub fn apply(dist: &Path) -> Result<()> {
         )
         .into());
     }
-    let mut wasm_files: Vec<_> = fs::read_dir(dist)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-        .collect();
+    let mut wasm_files = Vec::new();
+    for entry in fs::read_dir(dist)?.flatten() {
+        let path = entry.path();
+        // The pieces of a split build (src/split.rs) are in a directory of their own.
+        if path.is_dir() {
+            wasm_files.extend(fs::read_dir(&path)?.flatten().map(|e| e.path()));
+        } else {
+            wasm_files.push(path);
+        }
+    }
+    wasm_files.retain(|p| p.extension().is_some_and(|e| e == "wasm"));
     wasm_files.sort();
     for file in &wasm_files {
         exec(
@@ -48,9 +58,15 @@ pub fn apply(dist: &Path) -> Result<()> {
                 .arg(file),
         )?;
     }
+    refresh_integrity(dist, &wasm_files)
+}
+
+/// Brings the `integrity` attributes of `dist/index.html` up to date for `files`
+/// (those that no tag names are left alone).
+pub fn refresh_integrity(dist: &Path, files: &[PathBuf]) -> Result<()> {
     let index = dist.join("index.html");
     let mut html = fs::read_to_string(&index)?;
-    for file in &wasm_files {
+    for file in files {
         let name = file
             .file_name()
             .and_then(|n| n.to_str())

@@ -1,0 +1,107 @@
+// The page as `cargo xtask` builds it is split (xtask/src/split.rs): a first visit
+// downloads the main module only; the engine's code is fetched by the worker when a
+// run starts, and never by the page; an export's or an import's code on first use.
+// A host that lacks a piece makes the page say what to publish, and loses nothing.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { env, launch } from '../lib/browser.mjs';
+import { serveStatic } from '../lib/static-server.mjs';
+import { startSim } from '../lib/sim.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+const sim = await startSim([]);
+const browser = await launch();
+const sites = [];
+after(async () => {
+  await browser.close();
+  await Promise.all(sites.map((site) => site.close()));
+  sim.close();
+});
+
+/** The build, served as a static host would, without the files named in `missing`. */
+async function serve(missing = []) {
+  const site = await serveStatic(env('TOKENMETER_DIST'), '/', {}, { missing });
+  sites.push(site);
+  return site;
+}
+
+/** The split points whose module `requests` (the static server's log) fetched. */
+const pieces = (requests) =>
+  requests
+    .map((r) => r.path.match(/-split\/split_(\w+)\.wasm$/)?.[1])
+    .filter(Boolean)
+    .sort();
+
+const plan = { levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 };
+const VLLM_RESULT = new URL('../../crates/tokenmeter-core/tests/fixtures/vllm-detailed.json', import.meta.url);
+
+test('a first visit fetches no piece; a run fetches the engine, in the worker only; an export and an import their own', async () => {
+  const site = await serve();
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.historyReady();
+  assert.ok(
+    site.requests.some((r) => r.path.endsWith('/__wasm_split.js') && r.status === 200),
+    `a split build: ${site.requests.map((r) => r.path)}`,
+  );
+  assert.deepEqual(pieces(site.requests), [], 'nothing but the main module on a first visit');
+
+  await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
+  await app.run();
+  await app.waitForStatus('done');
+  assert.deepEqual(pieces(site.requests), ['engine']);
+  const pageFetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
+  assert.ok(!pageFetched.some((name) => name.includes('split_engine')), 'the worker fetched it, not the page');
+
+  const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-md').click()]);
+  assert.match(readFileSync(await download.path(), 'utf8'), /^# /);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports']);
+
+  await app.byTestId('history').locator('details summary').click();
+  await app.fill('history-import-text', 'not a run');
+  await app.byTestId('history-import').click();
+  await app.byTestId('history-import-error').waitFor();
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'imports']);
+  await page.close();
+});
+
+test('a host without the pieces: the page says what to publish, and the next try fetches afresh', async () => {
+  const site = await serve(['split_engine.wasm', 'split_imports.wasm']);
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
+  for (const attempt of [1, 2]) {
+    await app.run();
+    await app.waitForStatus('idle', 40_000);
+    const problem = await app.byTestId('plan-error').textContent();
+    assert.match(problem, /could not fetch part of its code/, `attempt ${attempt}: ${problem}`);
+    assert.match(problem, /publish every file of the build's dist\/ folder/);
+  }
+  const tries = site.requests.filter((r) => r.path.endsWith('/split_engine.wasm'));
+  assert.ok(tries.length >= 2 && tries.every((r) => r.status === 404), `each Run asked again: ${JSON.stringify(tries)}`);
+
+  // An import says the same where the import's errors go, and keeps the text.
+  await app.byTestId('history').locator('details summary').click();
+  await app.fill('history-import-text', readFileSync(VLLM_RESULT, 'utf8'));
+  await app.byTestId('history-import').click();
+  assert.match(await app.byTestId('history-import-error').textContent(), /could not fetch part of its code/);
+  assert.notEqual(await app.byTestId('history-import-text').inputValue(), '', 'nothing is lost');
+  await page.close();
+});
+
+test('an export whose code is missing says so, and the run stays', async () => {
+  const site = await serve(['split_exports.wasm']);
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
+  await app.run();
+  await app.waitForStatus('done');
+  await app.byTestId('export-html').click();
+  assert.match(await app.byTestId('export-error').textContent(), /could not fetch part of its code/);
+  assert.equal((await app.resultsRows()).length, 2, 'the results are still there');
+  await page.close();
+});
