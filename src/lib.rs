@@ -13,14 +13,18 @@
 /// that lacks some of the build's files, a network that failed: the next call
 /// tries again). Its arguments and result cross between modules by value: no
 /// generics, no `impl Trait`, no panics across.
+///
+/// `split_off! { name, preload fetch_name: ... }` also defines `async fn fetch_name()`,
+/// which fetches the module without calling anything, so that a later call finds it
+/// there and completes at once.
 macro_rules! split_off {
-    ($module:ident: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        split_off! { $module: $(#[$attr])* $vis fn $name($($arg: $ty),*) -> () $body }
+    ($module:ident $(, preload $preload:ident)?: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        split_off! { $module $(, preload $preload)?: $(#[$attr])* $vis fn $name($($arg: $ty),*) -> () $body }
     };
-    ($module:ident: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+    ($module:ident $(, preload $preload:ident)?: $(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         #[cfg(feature = "split")]
         $(#[$attr])*
-        #[::leptos::wasm_split::wasm_split($module, wasm_split_path = ::leptos::wasm_split, fallible)]
+        #[::leptos::wasm_split::wasm_split($module, wasm_split_path = ::leptos::wasm_split, fallible $(, preload($preload))?)]
         $vis fn $name($($arg: $ty),*) -> Result<$ret, $crate::PieceMissing> {
             // A function of its own, so that the body's `return`s give a `$ret`.
             fn body($($arg: $ty),*) -> $ret $body
@@ -33,6 +37,13 @@ macro_rules! split_off {
             fn body($($arg: $ty),*) -> $ret $body
             Ok(body($($arg),*))
         }
+
+        $(
+            #[cfg(not(feature = "split"))]
+            $vis async fn $preload() -> Result<(), ::leptos::wasm_split::SplitLoaderError> {
+                Ok(())
+            }
+        )?
     };
 }
 

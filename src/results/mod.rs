@@ -12,8 +12,11 @@ mod export;
 mod finished;
 mod live;
 
+use std::sync::Arc;
+
 use leptos::prelude::*;
-use tokenmeter_core::error::Lang;
+use send_wrapper::SendWrapper;
+use tokenmeter_core::{error::Lang, report::RunDocument};
 
 use crate::{
     glossary::MetricGlossary,
@@ -28,6 +31,32 @@ fn level_name(concurrency: Option<u32>) -> String {
         Some(c) => c.to_string(),
         None => "all".into(),
     }
+}
+
+split_off! { finished, preload fetch_finished_view:
+    /// A finished run: headline, charts, table, verdict, errors, exports. A first
+    /// visit shows none of it: a split build fetches this code while the first run
+    /// goes (or when a kept run is viewed).
+    fn finished_view(document: Arc<RunDocument>, lang: RwSignal<Lang>, history: History) -> AnyView {
+        view! { <finished::Finished document=document lang=lang history=history/> }.into_any()
+    }
+}
+
+/// The finished run's view, once its code is there: at once when it is (the
+/// usual case, fetched while the run went), else when it arrives.
+fn finished_or_missing(
+    document: Arc<RunDocument>,
+    lang: RwSignal<Lang>,
+    history: History,
+) -> AnyView {
+    // Suspend wants a `Send` future; this one never leaves the page's thread.
+    let shown = SendWrapper::new(async move {
+        finished_view(document, lang, history).await.unwrap_or_else(|missing| {
+            view! { <p class="callout warn" data-testid="results-missing">{missing.to_string()}</p> }
+                .into_any()
+        })
+    });
+    Suspend::new(shown).into_any()
 }
 
 #[component]
@@ -55,10 +84,14 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
             </div>
             {move || match shown.get() {
                 Shown::Idle => view! { <EmptyState/> }.into_any(),
-                Shown::Running => view! { <live::LiveView run=run lang=lang/> }.into_any(),
-                Shown::Finished(document) => {
-                    view! { <finished::Finished document=document.0 lang=lang history=history/> }.into_any()
+                Shown::Running => {
+                    // Its end will want the finished view's code: fetched meanwhile.
+                    leptos::task::spawn_local(async {
+                        let _ = fetch_finished_view().await;
+                    });
+                    view! { <live::LiveView run=run lang=lang/> }.into_any()
                 }
+                Shown::Finished(document) => finished_or_missing(document.0, lang, history),
             }}
             <MetricGlossary/>
         </section>
