@@ -200,7 +200,7 @@ impl RunController {
                     end_partial(partial);
                     let document = Arc::new(*document);
                     on_finished(&document);
-                    view.set(RunView::Finished(document));
+                    show_finished(view, document);
                 }
                 WorkerEvent::Message(FromWorker::Failed { problems: why }) => {
                     end_partial(partial);
@@ -225,7 +225,7 @@ impl RunController {
                         Some(document) => {
                             let document = Arc::new(document);
                             on_finished(&document);
-                            view.set(RunView::Finished(document));
+                            show_finished(view, document);
                         }
                         None => view.set(RunView::Idle),
                     }
@@ -374,7 +374,7 @@ impl RunController {
     /// Shows a kept run (not while a run goes: the live view stays).
     pub fn show(&self, document: Arc<RunDocument>) {
         if !self.view.with_untracked(RunView::is_running) {
-            self.view.set(RunView::Finished(document));
+            show_finished(self.view, document);
         }
     }
 
@@ -398,6 +398,20 @@ impl RunController {
         // Lives as long as the page.
         on_change.forget();
     }
+}
+
+/// Shows a finished run once its view's code is here: at once in the usual case (a
+/// split build fetches it while the run goes), so that the status never says
+/// "done" before the run is on the page. A run that starts meanwhile wins.
+fn show_finished(view: RwSignal<RunView>, document: Arc<RunDocument>) {
+    let was_running = view.with_untracked(RunView::is_running);
+    leptos::task::spawn_local(async move {
+        // One that cannot be fetched is said where the results go.
+        let _ = crate::results::fetch_finished_view().await;
+        if was_running || !view.with_untracked(RunView::is_running) {
+            view.set(RunView::Finished(document));
+        }
+    });
 }
 
 /// The run ended (one way or another): nothing of it needs saving any more.

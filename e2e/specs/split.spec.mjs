@@ -1,7 +1,7 @@
 // The page as `cargo xtask` builds it is split (xtask/src/split.rs): a first visit
 // downloads the main module only; the engine's code is fetched by the worker when a
-// run starts, and never by the page; the finished view's while the run goes; an
-// export's or an import's code on first use.
+// run starts, and never by the page; the live view's when a run starts, the finished
+// view's while it goes; an export's or an import's code on first use.
 // A host that lacks a piece makes the page say what to publish, and loses nothing.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,7 +37,7 @@ const pieces = (requests) =>
 const plan = { levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 };
 const VLLM_RESULT = new URL('../../crates/tokenmeter-core/tests/fixtures/vllm-detailed.json', import.meta.url);
 
-test('a first visit fetches no piece; a run fetches the engine (in the worker only) and the finished view; an export and an import their own', async () => {
+test('a first visit fetches no piece; a run fetches the engine (in the worker only), the live and the finished view; an export and an import their own', async () => {
   const site = await serve();
   const page = await browser.newPage();
   const app = new AppPage(page);
@@ -52,20 +52,20 @@ test('a first visit fetches no piece; a run fetches the engine (in the worker on
   await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
   await app.run();
   await app.waitForStatus('done');
-  assert.deepEqual(pieces(site.requests), ['engine', 'finished']);
-  assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown');
+  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'live']);
+  assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown as the status says done');
   const pageFetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
   assert.ok(!pageFetched.some((name) => name.includes('split_engine')), 'the worker fetched it, not the page');
 
   const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-md').click()]);
   assert.match(readFileSync(await download.path(), 'utf8'), /^# /);
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'live']);
 
   await app.byTestId('history').locator('details summary').click();
   await app.fill('history-import-text', 'not a run');
   await app.byTestId('history-import').click();
   await app.byTestId('history-import-error').waitFor();
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'live']);
   await page.close();
 });
 
@@ -119,5 +119,21 @@ test('a finished view whose code is missing says so, and the run is kept', async
   assert.match(await app.byTestId('results-missing').textContent(), /could not fetch part of its code/);
   await app.waitForStoredRuns(1);
   assert.equal(await app.byTestId('history-row').count(), 1, 'the run is in history');
+  await page.close();
+});
+
+test('a live view whose code is missing says so while the run goes, and the run ends as usual', async () => {
+  const site = await serve(['split_live.wasm']);
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  // Long enough to be seen going.
+  await app.fillPlan({ 'base-url': sim.baseUrl, ...plan, 'requests-per-level': 6, 'max-tokens': 64 });
+  await app.run();
+  await app.byTestId('results-missing').waitFor();
+  assert.match(await app.byTestId('results-missing').textContent(), /could not fetch part of its code/);
+  assert.equal(await app.status(), 'running', 'the run goes on');
+  await app.waitForStatus('done');
+  assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown');
   await page.close();
 });

@@ -94,7 +94,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
     view! {
         <Show
             when=move || started.get()
-            fallback=move || view! { <p class="muted" data-testid="live-starting">{move || lang.get().pick("Starting…", "正在启动…")}</p> }
+            fallback=move || view! { <Starting lang=lang/> }
         >
             <div class="live" data-testid="live">
                 <p class="muted">
@@ -138,6 +138,12 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
             </div>
         </Show>
     }
+}
+
+/// A run that has started and has no progress yet.
+#[component]
+pub fn Starting(lang: RwSignal<Lang>) -> impl IntoView {
+    view! { <p class="muted" data-testid="live-starting">{move || lang.get().pick("Starting…", "正在启动…")}</p> }
 }
 
 #[component]

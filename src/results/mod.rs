@@ -12,16 +12,17 @@ mod export;
 mod finished;
 mod live;
 
-use std::sync::Arc;
+use std::{future::Future, sync::Arc};
 
-use leptos::prelude::*;
-use send_wrapper::SendWrapper;
+use futures_util::FutureExt;
+use leptos::{prelude::*, wasm_split::SplitLoaderError};
 use tokenmeter_core::{error::Lang, report::RunDocument};
 
 use crate::{
     glossary::MetricGlossary,
     history::History,
     run::{RunController, Shown},
+    PieceMissing,
 };
 
 /// A level's name in the tables: its concurrency, "open loop", or "all".
@@ -37,26 +38,51 @@ split_off! { finished, preload fetch_finished_view:
     /// A finished run: headline, charts, table, verdict, errors, exports. A first
     /// visit shows none of it: a split build fetches this code while the first run
     /// goes (or when a kept run is viewed).
-    fn finished_view(document: Arc<RunDocument>, lang: RwSignal<Lang>, history: History) -> AnyView {
+    pub(crate) fn finished_view(document: Arc<RunDocument>, lang: RwSignal<Lang>, history: History) -> AnyView {
         view! { <finished::Finished document=document lang=lang history=history/> }.into_any()
     }
 }
 
-/// The finished run's view, once its code is there: at once when it is (the
-/// usual case, fetched while the run went), else when it arrives.
-fn finished_or_missing(
-    document: Arc<RunDocument>,
-    lang: RwSignal<Lang>,
-    history: History,
-) -> AnyView {
-    // Suspend wants a `Send` future; this one never leaves the page's thread.
-    let shown = SendWrapper::new(async move {
-        finished_view(document, lang, history).await.unwrap_or_else(|missing| {
-            view! { <p class="callout warn" data-testid="results-missing">{missing.to_string()}</p> }
-                .into_any()
-        })
+split_off! { live, preload fetch_live_view:
+    /// The run that goes, live. A first visit shows none of it: a split build
+    /// fetches this code when the first run starts.
+    fn live_view(run: RunController, lang: RwSignal<Lang>) -> AnyView {
+        view! { <live::LiveView run=run lang=lang/> }.into_any()
+    }
+}
+
+/// A view whose code is split off (see `split_off!`), built by `build`: at once
+/// when its code is here, else `waiting` until `preload` has fetched it. Never a
+/// pending `Suspend`: what the run's status says is on the page the moment it is
+/// said (scripts read the view as soon as the status changes), and a view whose
+/// code is here is never a frame late.
+fn split_view<F>(
+    build: impl Fn() -> F + Send + Sync + 'static,
+    preload: impl Future<Output = Result<(), SplitLoaderError>> + 'static,
+    waiting: impl Fn() -> AnyView + Send + Sync + 'static,
+) -> AnyView
+where
+    F: Future<Output = Result<AnyView, PieceMissing>>,
+{
+    fn missing(why: PieceMissing) -> AnyView {
+        view! { <p class="callout warn" data-testid="results-missing">{why.to_string()}</p> }
+            .into_any()
+    }
+    if let Some(shown) = build().now_or_never() {
+        return shown.unwrap_or_else(missing);
+    }
+    // Once fetched, a piece's function completes on its first poll.
+    let now = move || build().now_or_never().unwrap_or(Err(PieceMissing));
+    let fetched = RwSignal::new(None::<bool>);
+    leptos::task::spawn_local_scoped(async move {
+        fetched.set(Some(preload.await.is_ok()));
     });
-    Suspend::new(shown).into_any()
+    (move || match fetched.get() {
+        None => waiting(),
+        Some(true) => now().unwrap_or_else(missing),
+        Some(false) => missing(PieceMissing),
+    })
+    .into_any()
 }
 
 #[component]
@@ -89,9 +115,21 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                     leptos::task::spawn_local(async {
                         let _ = fetch_finished_view().await;
                     });
-                    view! { <live::LiveView run=run lang=lang/> }.into_any()
+                    split_view(move || live_view(run, lang), fetch_live_view(), move || {
+                        view! { <live::Starting lang=lang/> }.into_any()
+                    })
                 }
-                Shown::Finished(document) => finished_or_missing(document.0, lang, history),
+                Shown::Finished(document) => {
+                    let document = document.0;
+                    split_view(
+                        move || finished_view(document.clone(), lang, history),
+                        fetch_finished_view(),
+                        move || {
+                            view! { <p class="muted">{move || lang.get().pick("Loading the results…", "正在加载结果…")}</p> }
+                                .into_any()
+                        },
+                    )
+                }
             }}
             <MetricGlossary/>
         </section>
