@@ -9,8 +9,9 @@
 //! goes, it is saved every [`SAVE_EVERY`] and when the page is left (after asking),
 //! and the next page load hands it to history ([`take_interrupted`]).
 
-use std::{sync::Arc, time::Duration};
+use std::{rc::Rc, sync::Arc, time::Duration};
 
+use futures_util::FutureExt;
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::OverTime,
@@ -115,8 +116,8 @@ struct Partial {
 }
 
 impl Partial {
-    /// The run as far as it went, ended by `cause`.
-    fn document(&self, cause: Interruption) -> RunDocument {
+    /// What the run's document is built from, as far as the run went, ended by `cause`.
+    fn interrupted(&self, cause: Interruption) -> Interrupted {
         let get = |object: &wasm_bindgen::JsValue, key: &str| {
             js_sys::Reflect::get(object, &key.into()).ok()
         };
@@ -134,13 +135,38 @@ impl Partial {
             }],
             ..Environment::default()
         };
-        RunDocument::build(
-            self.run_id.clone(),
-            self.started_at.clone(),
-            RunStatus::Cancelled,
-            self.plan.clone(),
+        Interrupted {
+            run_id: self.run_id.clone(),
+            started_at: self.started_at.clone(),
+            plan: self.plan.clone(),
             environment,
-            self.records.clone(),
+            records: self.records.clone(),
+        }
+    }
+}
+
+/// A run that did not finish, as far as it went: what its document is built from.
+struct Interrupted {
+    run_id: String,
+    started_at: String,
+    plan: Plan,
+    environment: Environment,
+    records: Vec<RequestRecord>,
+}
+
+split_off! { interrupted, preload fetch_interrupted_document:
+    /// The document of a run that did not finish (its statistics, verdict and
+    /// conditions, as the engine builds a finished one's). A split build fetches
+    /// this code when a run starts, so that saving the run as it goes can build
+    /// its document at once.
+    fn interrupted_document(run: Interrupted) -> RunDocument {
+        RunDocument::build(
+            run.run_id,
+            run.started_at,
+            RunStatus::Cancelled,
+            run.plan,
+            run.environment,
+            run.records,
         )
     }
 }
@@ -178,6 +204,8 @@ impl RunController {
         let problems = RwSignal::new(Vec::new());
         let partial = StoredValue::new_local(None::<Partial>);
         let last_heard_ms = StoredValue::new(0.0);
+        // Also called from a task (an interrupted run's document is built in one).
+        let on_finished = Rc::new(on_finished);
         let worker = EngineWorker::new(move |event| {
             last_heard_ms.set_value(now_ms());
             match event {
@@ -215,20 +243,34 @@ impl RunController {
                     // The engine is gone mid-run: the run ends with what reached
                     // the page, and says why. An engine that never measured anything
                     // (it failed to load) leaves nothing to keep.
-                    let document = partial.with_value(|p| {
+                    let interrupted = partial.with_value(|p| {
                         p.as_ref()
                             .filter(|p| !p.records.is_empty())
-                            .map(|p| p.document(Interruption::EngineStopped { reason }))
+                            .map(|p| p.interrupted(Interruption::EngineStopped { reason }))
                     });
-                    end_partial(partial);
-                    match document {
-                        Some(document) => {
-                            let document = Arc::new(document);
-                            on_finished(&document);
-                            show_finished(view, document);
+                    let Some(interrupted) = interrupted else {
+                        end_partial(partial);
+                        view.set(RunView::Idle);
+                        return;
+                    };
+                    partial.set_value(None);
+                    let on_finished = Rc::clone(&on_finished);
+                    leptos::task::spawn_local(async move {
+                        match interrupted_document(interrupted).await {
+                            Ok(document) => {
+                                end_partial(partial);
+                                let document = Arc::new(document);
+                                on_finished(&document);
+                                show_finished(view, document);
+                            }
+                            Err(missing) => {
+                                // What was saved as the run went stays saved: the
+                                // next page load hands it to history.
+                                problems.update(|p| p.push(missing.to_string()));
+                                view.set(RunView::Idle);
+                            }
                         }
-                        None => view.set(RunView::Idle),
-                    }
+                    });
                 }
             }
         });
@@ -283,6 +325,11 @@ impl RunController {
             records: Vec::new(),
             over_time: OverTime::live(),
         }));
+        // Saving the run as it goes builds its document at once: its code is
+        // fetched now (see `save_in_progress`).
+        leptos::task::spawn_local(async {
+            let _ = fetch_interrupted_document().await;
+        });
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
         self.view.set(RunView::Running(None));
@@ -332,11 +379,17 @@ impl RunController {
     /// Saves the run in progress, as far as it went, for the next page load.
     fn save_in_progress(&self) {
         // Nothing measured yet: nothing to keep.
-        let Some(document) = self.partial.with_value(|p| {
+        let Some(interrupted) = self.partial.with_value(|p| {
             p.as_ref()
                 .filter(|p| !p.records.is_empty())
-                .map(|p| p.document(Interruption::PageClosed))
+                .map(|p| p.interrupted(Interruption::PageClosed))
         }) else {
+            return;
+        };
+        // At once, or not at all (the page may be closing): the code that builds
+        // the document was fetched when the run started, and seconds went by
+        // since; a run saved before it arrived is saved at the next tick.
+        let Some(Ok(document)) = interrupted_document(interrupted).now_or_never() else {
             return;
         };
         let json = document.for_history(IN_PROGRESS_CAP_BYTES).to_json();

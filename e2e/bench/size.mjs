@@ -17,9 +17,10 @@ const dist = process.env.TOKENMETER_DIST;
 // and the pieces of the split build (xtask/src/split.rs), of which the engine's,
 // `split_engine.wasm`, is fetched by the worker when the first run starts.
 const isOnDemand = (f) => f === 'locustfile.template.py' || /-split\/(split|chunk)_\w+\.wasm$/.test(f);
-// What a first run adds: the engine's piece (in the worker), the finished view's,
+// What a first run adds: the engine's piece (in the worker), the live and the finished view's,
+// the code that builds an unfinished run's document (to save it as it goes)
 // and at most every chunk (code that pieces share).
-const isRunPiece = (f) => /-split\/(split_(engine|finished)|chunk_\d+)\.wasm$/.test(f);
+const isRunPiece = (f) => /-split\/(split_(engine|live|finished|interrupted)|chunk_\d+)\.wasm$/.test(f);
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const files = readdirSync(dist, { recursive: true })
@@ -38,7 +39,7 @@ const sum = (keep) =>
 const first = sum((f) => !isOnDemand(f));
 console.log(`${'first load (all but on demand)'.padEnd(56)} ${kib(first.raw).padStart(11)} ${kib(first.gz).padStart(11)}`);
 const firstRun = sum((f) => !isOnDemand(f) || isRunPiece(f));
-console.log(`${'with a first run (+ engine, finished view, chunks)'.padEnd(56)} ${kib(firstRun.raw).padStart(11)} ${kib(firstRun.gz).padStart(11)}`);
+console.log(`${'with a first run (+ engine, live, finished, chunks)'.padEnd(56)} ${kib(firstRun.raw).padStart(11)} ${kib(firstRun.gz).padStart(11)}`);
 
 const site = await serveStatic(dist, '/');
 const browser = await launchBare();

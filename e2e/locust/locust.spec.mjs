@@ -131,6 +131,7 @@ test('a plan exported from the page runs on Locust (master + 2 workers) and come
   await app.byTestId('history-row').first().waitFor();
   assert.match(await app.byTestId('history-row').first().getAttribute('data-run-id'), /^locust-/);
   await app.byTestId('history-view').first().click();
+  await app.byTestId('results-row').first().waitFor();
   const rows = await app.resultsRows();
   assert.deepEqual(rows.map((r) => [r.concurrency, r.n_ok, r.n_fail]), [[1, '12', '0'], [4, '12', '0']]);
   assert.match(await app.byTestId('environment-notes').textContent(), /Locust 2\.47\.0/);

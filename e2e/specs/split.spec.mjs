@@ -1,6 +1,7 @@
 // The page as `cargo xtask` builds it is split (xtask/src/split.rs): a first visit
 // downloads the main module only; the engine's code is fetched by the worker when a
-// run starts, and never by the page; the live view's when a run starts, the finished
+// run starts, and never by the page; the live view's and the code that builds an
+// unfinished run's document (to save it as it goes) when a run starts, the finished
 // view's while it goes; an export's or an import's code on first use.
 // A host that lacks a piece makes the page say what to publish, and loses nothing.
 import { test, after } from 'node:test';
@@ -37,7 +38,7 @@ const pieces = (requests) =>
 const plan = { levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 };
 const VLLM_RESULT = new URL('../../crates/tokenmeter-core/tests/fixtures/vllm-detailed.json', import.meta.url);
 
-test('a first visit fetches no piece; a run fetches the engine (in the worker only), the live and the finished view; an export and an import their own', async () => {
+test('a first visit fetches no piece; a run fetches the engine (in the worker only), the live and the finished view, the saver; an export and an import their own', async () => {
   const site = await serve();
   const page = await browser.newPage();
   const app = new AppPage(page);
@@ -52,20 +53,20 @@ test('a first visit fetches no piece; a run fetches the engine (in the worker on
   await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
   await app.run();
   await app.waitForStatus('done');
-  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'interrupted', 'live']);
   assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown as the status says done');
   const pageFetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
   assert.ok(!pageFetched.some((name) => name.includes('split_engine')), 'the worker fetched it, not the page');
 
   const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-md').click()]);
   assert.match(readFileSync(await download.path(), 'utf8'), /^# /);
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'interrupted', 'live']);
 
   await app.byTestId('history').locator('details summary').click();
   await app.fill('history-import-text', 'not a run');
   await app.byTestId('history-import').click();
   await app.byTestId('history-import-error').waitFor();
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'interrupted', 'live']);
   await page.close();
 });
 

@@ -413,13 +413,7 @@ impl RunCondition {
                 (Interruption::EngineStopped { reason }, true) => format!("运行没有结束：测量引擎停止了（{reason}）；这里保留了此前完成的 {n_records} 个请求的测量结果"),
                 (Interruption::EngineStopped { reason }, false) => format!("the run did not end: the measuring engine stopped ({reason}); the {n_records} requests finished before are kept here"),
             },
-            RunCondition::RecordsNotKept { n_records } => {
-                if zh {
-                    format!("历史记录里的这次运行没有保存 {n_records} 条逐请求记录（超出浏览器存储的容量），汇总、结论和说明都还在；要保留全部记录，请在运行结束时导出 JSON")
-                } else {
-                    format!("kept in history without its {n_records} per-request records (too large for this browser's storage); the summaries, verdict and notes are whole; export the JSON when a run ends to keep everything")
-                }
-            }
+            RunCondition::RecordsNotKept { n_records } => records_not_kept_text(n_records, zh),
             RunCondition::Imported {
                 ref tool,
                 ref missing,
@@ -660,6 +654,21 @@ pub fn uncached_preflight(
 /// then with every preflight cached; and a preflight cheaper than this is not
 /// worth a note.
 pub const PREFLIGHT_WORTH_NOTING_US: u64 = 3 * SLOW_SEND_US;
+
+fn records_not_kept_text(n_records: u64, zh: bool) -> String {
+    if zh {
+        format!("历史记录里的这次运行没有保存 {n_records} 条逐请求记录（超出浏览器存储的容量），汇总、结论和说明都还在；要保留全部记录，请在运行结束时导出 JSON")
+    } else {
+        format!("kept in history without its {n_records} per-request records (too large for this browser's storage); the summaries, verdict and notes are whole; export the JSON when a run ends to keep everything")
+    }
+}
+
+/// The note of [`RunCondition::RecordsNotKept`], in English, on its own: history
+/// adds it to a kept run without the page's code holding every condition's text
+/// (which the page's first download does without).
+pub fn records_not_kept_note(n_records: u64) -> String {
+    records_not_kept_text(n_records, false)
+}
 
 /// The English sentences of `conditions`: the document's `notes`.
 pub fn notes(conditions: &[RunCondition]) -> Vec<String> {

@@ -338,7 +338,10 @@ impl RunDocument {
                 .environment
                 .conditions
                 .push(RunCondition::RecordsNotKept { n_records });
-            document.environment.notes = condition::notes(&document.environment.conditions);
+            document
+                .environment
+                .notes
+                .push(condition::records_not_kept_note(n_records));
         }
         document
     }
@@ -1137,6 +1140,11 @@ mod tests {
         assert_eq!(
             small.environment.conditions.last(),
             Some(&RunCondition::RecordsNotKept { n_records: 5 })
+        );
+        assert_eq!(
+            small.environment.notes,
+            condition::notes(&small.environment.conditions),
+            "a note per condition, the new one last"
         );
         assert!(small
             .environment
