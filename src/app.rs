@@ -15,9 +15,9 @@ pub fn App() -> impl IntoView {
     let history = History::load();
     // A run the last page load did not see end: kept, saying it was interrupted.
     if let Some(interrupted) = crate::run::take_interrupted() {
-        history.keep(&interrupted);
+        history.keep(std::sync::Arc::new(interrupted));
     }
-    let run = RunController::new(move |document| history.keep(document));
+    let run = RunController::new(move |document| history.keep(std::sync::Arc::clone(document)));
     let lang = RwSignal::new(Lang::En);
     crate::screen::Screen::watch();
     view! {

@@ -23,6 +23,7 @@ use tokenmeter_core::{
 use wasm_bindgen::{prelude::Closure, JsCast};
 
 use crate::{
+    history::stored_copy,
     protocol::{FromWorker, Progress, ToWorker},
     worker::{EngineWorker, WorkerEvent},
 };
@@ -154,11 +155,11 @@ struct Interrupted {
     records: Vec<RequestRecord>,
 }
 
-split_off! { interrupted, preload fetch_interrupted_document:
+split_off! { keep, preload fetch_interrupted_code:
     /// The document of a run that did not finish (its statistics, verdict and
     /// conditions, as the engine builds a finished one's). A split build fetches
-    /// this code when a run starts, so that saving the run as it goes can build
-    /// its document at once.
+    /// this code (with history's `stored_copy`) when a run starts, so that saving
+    /// the run as it goes can build its document at once.
     fn interrupted_document(run: Interrupted) -> RunDocument {
         RunDocument::build(
             run.run_id,
@@ -328,7 +329,10 @@ impl RunController {
         // Saving the run as it goes builds its document at once: its code is
         // fetched now (see `save_in_progress`).
         leptos::task::spawn_local(async {
-            let _ = fetch_interrupted_document().await;
+            // Each function of a piece is readied on its own (the module is
+            // fetched once).
+            let _ = fetch_interrupted_code().await;
+            let _ = crate::history::fetch_keep_code().await;
         });
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
@@ -392,7 +396,11 @@ impl RunController {
         let Some(Ok(document)) = interrupted_document(interrupted).now_or_never() else {
             return;
         };
-        let json = document.for_history(IN_PROGRESS_CAP_BYTES).to_json();
+        let Some(Ok((_, json))) =
+            stored_copy(Arc::new(document), IN_PROGRESS_CAP_BYTES).now_or_never()
+        else {
+            return;
+        };
         if let Some(storage) = local_storage() {
             let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
         }

@@ -18,9 +18,9 @@ const dist = process.env.TOKENMETER_DIST;
 // `split_engine.wasm`, is fetched by the worker when the first run starts.
 const isOnDemand = (f) => f === 'locustfile.template.py' || /-split\/(split|chunk)_\w+\.wasm$/.test(f);
 // What a first run adds: the engine's piece (in the worker), the live and the finished view's,
-// the code that builds an unfinished run's document (to save it as it goes)
+// the code that writes a run for history (and saves an unfinished one as it goes)
 // and at most every chunk (code that pieces share).
-const isRunPiece = (f) => /-split\/(split_(engine|live|finished|interrupted)|chunk_\d+)\.wasm$/.test(f);
+const isRunPiece = (f) => /-split\/(split_(engine|live|finished|keep)|chunk_\d+)\.wasm$/.test(f);
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const files = readdirSync(dist, { recursive: true })

@@ -53,20 +53,20 @@ test('a first visit fetches no piece; a run fetches the engine (in the worker on
   await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
   await app.run();
   await app.waitForStatus('done');
-  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'interrupted', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'keep', 'live']);
   assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown as the status says done');
   const pageFetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
   assert.ok(!pageFetched.some((name) => name.includes('split_engine')), 'the worker fetched it, not the page');
 
   const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-md').click()]);
   assert.match(readFileSync(await download.path(), 'utf8'), /^# /);
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'interrupted', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'keep', 'live']);
 
   await app.byTestId('history').locator('details summary').click();
   await app.fill('history-import-text', 'not a run');
   await app.byTestId('history-import').click();
   await app.byTestId('history-import-error').waitFor();
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'interrupted', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'keep', 'live']);
   await page.close();
 });
 

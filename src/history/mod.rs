@@ -57,6 +57,20 @@ pub struct History {
     /// True once the stored runs were read (or could not be).
     pub loaded: RwSignal<bool>,
     writes: StoredValue<mpsc::UnboundedSender<Write>>,
+    keeps: StoredValue<mpsc::UnboundedSender<Arc<RunDocument>>>,
+}
+
+split_off! { keep, preload fetch_keep_code:
+    /// A run as it is stored: without its per-token times and answer texts, within
+    /// `max_bytes` (see `RunDocument::for_history`), and as JSON. Writing a run
+    /// document is not needed to show the page: a split build fetches this code
+    /// (with [`crate::run`]'s builder of an unfinished run's document) when a run
+    /// starts, or when a run is imported.
+    pub(crate) fn stored_copy(document: Arc<RunDocument>, max_bytes: usize) -> (RunDocument, String) {
+        let kept = document.for_history(max_bytes);
+        let json = serde_json::to_string(&kept).expect("a run document always serialises");
+        (kept, json)
+    }
 }
 
 impl History {
@@ -64,14 +78,17 @@ impl History {
     /// while the page already keeps new ones.
     pub fn load() -> History {
         let (writes, pending) = mpsc::unbounded();
+        let (keeps, to_keep) = mpsc::unbounded();
         let history = History {
             runs: RwSignal::new(Vec::new()),
             compared: RwSignal::new(Vec::new()),
             storage_note: RwSignal::new(None),
             loaded: RwSignal::new(false),
             writes: StoredValue::new(writes),
+            keeps: StoredValue::new(keeps),
         };
         wasm_bindgen_futures::spawn_local(history.keep_stored(pending));
+        wasm_bindgen_futures::spawn_local(history.keep_in_order(to_keep));
         history
     }
 
@@ -169,14 +186,38 @@ impl History {
         }
     }
 
-    /// Keeps a run (replacing one with the same id) and stores it.
-    pub fn keep(&self, document: &RunDocument) {
-        let kept = document.for_history(RUN_CAP_BYTES);
-        let json = serde_json::to_string(&kept).expect("a run document always serialises");
+    /// Keeps a run (replacing one with the same id) and stores it: in the order
+    /// asked, once the code that makes its stored copy is here (a split build
+    /// fetches it when a run starts, see [`stored_copy`]).
+    pub fn keep(&self, document: Arc<RunDocument>) {
+        self.keeps.with_value(|keeps| {
+            let _ = keeps.unbounded_send(document);
+        });
+    }
+
+    /// The keeping task: each run's stored copy, in the order they were kept.
+    async fn keep_in_order(self, mut keeps: mpsc::UnboundedReceiver<Arc<RunDocument>>) {
+        while let Some(document) = keeps.next().await {
+            match stored_copy(Arc::clone(&document), RUN_CAP_BYTES).await {
+                Ok((kept, json)) => self.add(Arc::new(kept), Some(json)),
+                Err(missing) => {
+                    // Shown, and in the list until the page is reloaded.
+                    self.storage_note.set(Some(format!(
+                        "a run could not be stored ({missing}): it is shown until the page is reloaded; export it to keep it"
+                    )));
+                    self.add(document, None);
+                }
+            }
+        }
+    }
+
+    /// Adds a run to the list, first, and to storage as `json` when there is one.
+    fn add(&self, kept: Arc<RunDocument>, json: Option<String>) {
+        let run_id = kept.run_id.clone();
         let mut dropped = Vec::new();
         self.runs.update(|runs| {
-            runs.retain(|r| r.run_id != document.run_id);
-            runs.insert(0, Arc::new(kept));
+            runs.retain(|r| r.run_id != run_id);
+            runs.insert(0, kept);
             dropped = runs
                 .iter()
                 .skip(MAX_RUNS)
@@ -184,10 +225,9 @@ impl History {
                 .collect();
             runs.truncate(MAX_RUNS);
         });
-        self.write(Write::Put {
-            run_id: document.run_id.clone(),
-            json,
-        });
+        if let Some(json) = json {
+            self.write(Write::Put { run_id, json });
+        }
         if !dropped.is_empty() {
             self.write(Write::Delete(dropped));
         }

@@ -40,7 +40,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                 .unwrap_or_else(|missing| Err(missing.to_string()))
             {
                 Ok(document) => {
-                    history.keep(&document);
+                    history.keep(Arc::new(document));
                     import_error.set(None);
                     import_text.set(String::new());
                 }
