@@ -2,7 +2,7 @@
 //! wiring between them (a finished run goes to history before it is shown).
 
 use leptos::prelude::*;
-use tokenmeter_core::{error::Lang, plan::Plan};
+use tokenmeter_core::plan::Plan;
 
 use crate::{
     config::ConfigPanel, history::History, history::HistoryPanel, results::ResultsPanel,
@@ -18,7 +18,7 @@ pub fn App() -> impl IntoView {
         history.keep(std::sync::Arc::new(interrupted));
     }
     let run = RunController::new(move |document| history.keep(std::sync::Arc::clone(document)));
-    let lang = RwSignal::new(Lang::En);
+    let lang = RwSignal::new(crate::language::initial());
     crate::screen::Screen::watch();
     view! {
         <header class="topbar">

@@ -71,6 +71,7 @@ pub mod engine;
 mod files;
 mod glossary;
 mod history;
+mod language;
 pub mod models;
 pub mod protocol;
 mod results;

@@ -14,6 +14,8 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--disable-dev-shm-usage',
+  // The page opens in the browser's language: specs read English unless they ask otherwise.
+  '--lang=en-US',
 ];
 
 export function env(name) {

@@ -21,7 +21,10 @@ use super::{
     export::Exports,
     level_name,
 };
-use crate::history::{comparison, History};
+use crate::{
+    history::{comparison, History},
+    language::say,
+};
 
 /// A figure in ms, or a dash where there is none (or another tool did not report
 /// it: NaN).
@@ -29,11 +32,6 @@ fn ms(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> String {
     d.map(|d| pick(&d))
         .filter(|v| v.is_finite())
         .map_or_else(|| "–".into(), |v| format!("{v:.1}"))
-}
-
-/// `zh` in Chinese, `en` otherwise.
-fn say(lang: RwSignal<Lang>, en: &'static str, zh: &'static str) -> impl Fn() -> &'static str {
-    move || if lang.get() == Lang::Zh { zh } else { en }
 }
 
 #[component]

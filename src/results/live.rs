@@ -13,6 +13,7 @@ use tokenmeter_core::{
 
 use super::level_name;
 use crate::{
+    language::say,
     protocol::{LevelProgress, LevelState, Progress},
     run::RunController,
 };
@@ -120,7 +121,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                         <tr>
                             {HEADINGS
                                 .iter()
-                                .map(|&(en, zh)| view! { <th>{move || lang.get().pick(en, zh)}</th> })
+                                .map(|&(en, zh)| view! { <th>{say(lang, en, zh)}</th> })
                                 .collect_view()}
                         </tr>
                     </thead>
@@ -143,7 +144,7 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
 /// A run that has started and has no progress yet.
 #[component]
 pub fn Starting(lang: RwSignal<Lang>) -> impl IntoView {
-    view! { <p class="muted" data-testid="live-starting">{move || lang.get().pick("Starting…", "正在启动…")}</p> }
+    view! { <p class="muted" data-testid="live-starting">{say(lang, "Starting…", "正在启动…")}</p> }
 }
 
 #[component]

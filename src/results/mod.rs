@@ -21,6 +21,7 @@ use tokenmeter_core::{error::Lang, report::RunDocument};
 use crate::{
     glossary::MetricGlossary,
     history::History,
+    language::say,
     run::{RunController, Shown},
     PieceMissing,
 };
@@ -90,17 +91,25 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
     // Re-rendered when what is shown changes, not with every progress update.
     let shown = Memo::new(move |_| run.view.with(|view| view.shown()));
     view! {
-        <section class="panel results" data-testid="results-panel" aria-labelledby="results-title">
+        <section
+            class="panel results"
+            data-testid="results-panel"
+            aria-labelledby="results-title"
+            lang=move || crate::language::tag(lang.get())
+        >
             <div class="panel-head">
-                <h2 id="results-title">"Results"</h2>
+                <h2 id="results-title">{say(lang, "Results", "结果")}</h2>
                 <div class="lang-switch" role="group" aria-label="language">
                     {[(Lang::En, "lang-en", "EN"), (Lang::Zh, "lang-zh", "中文")]
                         .into_iter()
                         .map(|(choice, testid, text)| view! {
                             <button
                                 data-testid=testid
-                                class:active=move || lang.get() == choice
-                                on:click=move |_| lang.set(choice)
+                                aria-pressed=move || if lang.get() == choice { "true" } else { "false" }
+                                on:click=move |_| {
+                                    lang.set(choice);
+                                    crate::language::remember(choice);
+                                }
                             >
                                 {text}
                             </button>
@@ -109,7 +118,7 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                 </div>
             </div>
             {move || match shown.get() {
-                Shown::Idle => view! { <EmptyState/> }.into_any(),
+                Shown::Idle => view! { <EmptyState lang=lang/> }.into_any(),
                 Shown::Running => {
                     // Its end will want the finished view's code: fetched meanwhile.
                     leptos::task::spawn_local(async {
@@ -125,7 +134,7 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                         move || finished_view(document.clone(), lang, history),
                         fetch_finished_view(),
                         move || {
-                            view! { <p class="muted">{move || lang.get().pick("Loading the results…", "正在加载结果…")}</p> }
+                            view! { <p class="muted">{say(lang, "Loading the results…", "正在加载结果…")}</p> }
                                 .into_any()
                         },
                     )
@@ -137,14 +146,19 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
 }
 
 #[component]
-fn EmptyState() -> impl IntoView {
+fn EmptyState(lang: RwSignal<Lang>) -> impl IntoView {
     view! {
         <div class="empty-state" data-testid="results-empty">
-            <p class="empty-title">"No run yet"</p>
+            <p class="empty-title">{say(lang, "No run yet", "还没有运行")}</p>
             <p>
-                "The default plan targets the built-in simulator on this machine, so a first run needs no key. "
-                "Each concurrency level becomes one row, with the verdict below it: where throughput stops growing, "
-                "and which concurrency is safe."
+                {say(
+                    lang,
+                    "The default plan targets the built-in simulator on this machine, so a first run needs no key. \
+                     Each concurrency level becomes one row, with the verdict below it: where throughput stops growing, \
+                     and which concurrency is safe.",
+                    "默认计划指向本机内置的模拟器，第一次运行不需要 Key。每个并发档位是表格中的一行，\
+                     下方是结论：吞吐量在哪里不再增长（拐点），以及多大的并发是安全的。",
+                )}
             </p>
         </div>
     }

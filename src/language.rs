@@ -1,0 +1,60 @@
+//! The results' language (English or Chinese): the one the person chose last on
+//! this device, else the browser's first preferred language when it is Chinese,
+//! else English. The choice is not a secret, so it is kept in local storage.
+
+use leptos::prelude::*;
+use tokenmeter_core::error::Lang;
+
+const LANG_STORAGE: &str = "tokenmeter.lang";
+
+/// The language the results open in.
+pub fn initial() -> Lang {
+    let Some(window) = web_sys::window() else {
+        return Lang::En;
+    };
+    let chosen = window
+        .local_storage()
+        .ok()
+        .flatten()
+        .and_then(|storage| storage.get_item(LANG_STORAGE).ok().flatten());
+    match chosen.as_deref() {
+        Some("zh") => return Lang::Zh,
+        Some("en") => return Lang::En,
+        _ => {}
+    }
+    // Only the first preference counts: a Chinese reader who put English first
+    // asked for English.
+    let preferred = window.navigator().language().unwrap_or_default();
+    if preferred.to_ascii_lowercase().starts_with("zh") {
+        Lang::Zh
+    } else {
+        Lang::En
+    }
+}
+
+/// Keeps `lang` as this device's choice (best effort: a browser without storage
+/// just asks again next time).
+pub fn remember(lang: Lang) {
+    let value = match lang {
+        Lang::En => "en",
+        Lang::Zh => "zh",
+    };
+    if let Some(storage) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+        let _ = storage.set_item(LANG_STORAGE, value);
+    }
+}
+
+/// The BCP 47 tag for `lang`, for the `lang` attribute of what is written in it
+/// (screen readers pick their voice from it, and browsers their CJK glyphs).
+pub fn tag(lang: Lang) -> &'static str {
+    match lang {
+        Lang::En => "en",
+        Lang::Zh => "zh-CN",
+    }
+}
+
+/// Text that follows the results' language: `zh` in Chinese, `en` otherwise. One
+/// closure type for every such text, so its rendering code is in the build once.
+pub fn say(lang: RwSignal<Lang>, en: &'static str, zh: &'static str) -> impl Fn() -> &'static str {
+    move || lang.get().pick(en, zh)
+}
