@@ -12,11 +12,8 @@ pub fn initial() -> Lang {
     let Some(window) = web_sys::window() else {
         return Lang::En;
     };
-    let chosen = window
-        .local_storage()
-        .ok()
-        .flatten()
-        .and_then(|storage| storage.get_item(LANG_STORAGE).ok().flatten());
+    let chosen =
+        crate::local_storage().and_then(|storage| storage.get_item(LANG_STORAGE).ok().flatten());
     match chosen.as_deref() {
         Some("zh") => return Lang::Zh,
         Some("en") => return Lang::En,
@@ -39,7 +36,7 @@ pub fn remember(lang: Lang) {
         Lang::En => "en",
         Lang::Zh => "zh",
     };
-    if let Some(storage) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+    if let Some(storage) = crate::local_storage() {
         let _ = storage.set_item(LANG_STORAGE, value);
     }
 }
@@ -53,8 +50,8 @@ pub fn tag(lang: Lang) -> &'static str {
     }
 }
 
-/// Text that follows the results' language: `zh` in Chinese, `en` otherwise. One
-/// closure type for every such text, so its rendering code is in the build once.
+/// Text that follows the results' language: `zh` in Chinese, `en` otherwise (one
+/// closure type for every such text on the page).
 pub fn say(lang: RwSignal<Lang>, en: &'static str, zh: &'static str) -> impl Fn() -> &'static str {
     move || lang.get().pick(en, zh)
 }

@@ -82,5 +82,11 @@ mod worker;
 
 pub use app::App;
 
+/// This origin's local storage, or `None` where the browser gives none (private
+/// modes, storage turned off): what is kept there is kept on a best-effort basis.
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
 /// The page's default target: the simulator that `cargo xtask serve` starts beside it.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000/v1";

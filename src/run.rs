@@ -172,14 +172,10 @@ split_off! { keep, preload fetch_interrupted_code:
     }
 }
 
-fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
-}
-
 /// The run a previous page load was running when it ended, if any, as a
 /// cancelled run that says it was interrupted; it is taken out of storage.
 pub fn take_interrupted() -> Option<RunDocument> {
-    let storage = local_storage()?;
+    let storage = crate::local_storage()?;
     let json = storage.get_item(IN_PROGRESS_STORAGE).ok().flatten()?;
     let _ = storage.remove_item(IN_PROGRESS_STORAGE);
     RunDocument::from_json(&json).ok()
@@ -401,7 +397,7 @@ impl RunController {
         else {
             return;
         };
-        if let Some(storage) = local_storage() {
+        if let Some(storage) = crate::local_storage() {
             let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
         }
     }
@@ -478,7 +474,7 @@ fn show_finished(view: RwSignal<RunView>, document: Arc<RunDocument>) {
 /// The run ended (one way or another): nothing of it needs saving any more.
 fn end_partial(partial: StoredValue<Option<Partial>, LocalStorage>) {
     partial.set_value(None);
-    if let Some(storage) = local_storage() {
+    if let Some(storage) = crate::local_storage() {
         let _ = storage.remove_item(IN_PROGRESS_STORAGE);
     }
 }

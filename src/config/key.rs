@@ -24,12 +24,11 @@ struct Remembered {
     origin: Option<String>,
 }
 
-fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
-}
-
 fn stored() -> Option<Remembered> {
-    let text = local_storage()?.get_item(KEY_STORAGE).ok().flatten()?;
+    let text = crate::local_storage()?
+        .get_item(KEY_STORAGE)
+        .ok()
+        .flatten()?;
     Some(serde_json::from_str(&text).unwrap_or(Remembered {
         key: text,
         origin: None,
@@ -38,7 +37,7 @@ fn stored() -> Option<Remembered> {
 
 /// Stores the key, or removes it with `None`.
 fn store(remembered: Option<&Remembered>) {
-    let Some(storage) = local_storage() else {
+    let Some(storage) = crate::local_storage() else {
         return;
     };
     let _ = match remembered {

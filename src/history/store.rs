@@ -140,7 +140,7 @@ impl RunStore {
 /// Runs kept in local storage by an earlier tokenmeter, as JSON documents, newest
 /// first; `forget_legacy` removes them once they are stored anew.
 pub fn legacy_runs() -> Vec<String> {
-    local_storage()
+    crate::local_storage()
         .and_then(|s| s.get_item(LEGACY_STORAGE).ok().flatten())
         .and_then(|json| serde_json::from_str::<Vec<serde_json::Value>>(&json).ok())
         .map(|values| values.iter().map(ToString::to_string).collect())
@@ -148,13 +148,9 @@ pub fn legacy_runs() -> Vec<String> {
 }
 
 pub fn forget_legacy() {
-    if let Some(storage) = local_storage() {
+    if let Some(storage) = crate::local_storage() {
         let _ = storage.remove_item(LEGACY_STORAGE);
     }
-}
-
-fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
 }
 
 /// Waits for `target` to fire `success` (true) or one of `failures` (false).

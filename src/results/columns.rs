@@ -81,7 +81,7 @@ pub struct ShownColumns(RwSignal<Vec<&'static str>>);
 impl ShownColumns {
     /// The choice kept in this browser, or the article's columns.
     pub fn load() -> ShownColumns {
-        let stored: Option<Vec<String>> = storage()
+        let stored: Option<Vec<String>> = crate::local_storage()
             .and_then(|s| s.get_item(COLUMNS_STORAGE).ok().flatten())
             .and_then(|json| serde_json::from_str(&json).ok());
         let mut shown: Vec<&'static str> = Vec::new();
@@ -110,14 +110,10 @@ impl ShownColumns {
         let json = self
             .0
             .with_untracked(|shown| serde_json::to_string(shown).unwrap_or_default());
-        if let Some(storage) = storage() {
+        if let Some(storage) = crate::local_storage() {
             let _ = storage.set_item(COLUMNS_STORAGE, &json);
         }
     }
-}
-
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
 }
 
 /// The column chooser: a checkbox per column.

@@ -105,6 +105,7 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                         .map(|(choice, testid, text)| view! {
                             <button
                                 data-testid=testid
+                                lang=crate::language::tag(choice)
                                 aria-pressed=move || if lang.get() == choice { "true" } else { "false" }
                                 on:click=move |_| {
                                     lang.set(choice);
