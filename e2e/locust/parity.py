@@ -5,8 +5,9 @@
 Every case of the fixture (crates/tokenmeter-core/tests/fixtures/stream-cases.json,
 which the core's RecordBuilder passes in tests/locust_parity.rs) is fed to the
 file's Record chunk by chunk; each expected field must come out the same, so a
-Locust worker and the browser record one stream alike. Exits 1 on the first
-difference, naming the case and the field.
+Locust worker and the browser record one stream alike; and bytes after a closed
+stream (the fixture's after_end) change none of its records. Exits 1 on the
+first difference, naming the case and the field.
 """
 
 import importlib.util
@@ -14,22 +15,61 @@ import json
 import sys
 
 
-def main(locustfile, fixture):
+def as_bytes(chunk):
+    return chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+
+
+def fed(module, case, reads):
+    record = module.Record({"stage": 0, "concurrency": 1, "warmup": False}, 0, 0)
+    if case["status"] is not None:
+        record.on_headers(case["status"], case["content_type"], case["retry_after"], case["headers_us"])
+    for at, data in reads:
+        record.on_bytes(data, at)
+    return record
+
+
+def finished(case, record):
+    message = "TypeError: network" if case["end"] == "network" else ""
+    return record.finish(case["end"], case["end_us"], message)
+
+
+def after_end(module, fixture):
+    """The fixture's after_end property (tests/locust_parity.rs states it): a suffix
+    appended to a closed stream's last read, cut anywhere, changes nothing."""
+    suffixes = [as_bytes(s) for s in fixture["after_end"]]
+    n_closed = 0
+    for case in fixture["cases"]:
+        reads = [(at, as_bytes(chunk)) for at, chunk in case["chunks"]]
+        if not fed(module, case, reads).closed:
+            continue
+        n_closed += 1
+        head, (last_at, last) = reads[:-1], reads[-1]
+
+        def record_cut(tail, cut):
+            return finished(case, fed(module, case, head + [(last_at, tail[:cut]), (last_at + 7, tail[cut:])]))
+
+        without = [record_cut(last, cut) for cut in range(len(last) + 1)]
+        for i, suffix in enumerate(suffixes):
+            tail = last + suffix
+            for cut in range(len(tail) + 1):
+                with_suffix = record_cut(tail, cut)
+                if with_suffix != without[min(cut, len(last))]:
+                    print("%s: after_end[%d] appended, the last read cut at byte %d, changed the record:" % (case["name"], i, cut))
+                    print("  %r\n  %r" % (with_suffix, without[min(cut, len(last))]))
+                    return None
+    return n_closed
+
+
+def main(locustfile, fixture_path):
     spec = importlib.util.spec_from_file_location("tokenmeter_locustfile", locustfile)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.WORKER_ID = "parity:0"
-    cases = json.load(open(fixture, encoding="utf-8"))["cases"]
-    stage = {"stage": 0, "concurrency": 1, "warmup": False}
+    fixture = json.load(open(fixture_path, encoding="utf-8"))
+    cases = fixture["cases"]
     for case in cases:
-        record = module.Record(stage, 0, 0)
-        if case["status"] is not None:
-            record.on_headers(case["status"], case["content_type"], case["retry_after"], case["headers_us"])
-        for at, chunk in case["chunks"]:
-            data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
-            record.on_bytes(data, at)
-        message = "TypeError: network" if case["end"] == "network" else ""
-        got = record.finish(case["end"], case["end_us"], message)
+        reads = [(at, as_bytes(chunk)) for at, chunk in case["chunks"]]
+        got = finished(case, fed(module, case, reads))
         for field, want in case["expect"].items():
             if field == "error":
                 have = got["error"]["kind"] if got["error"] else None
@@ -42,7 +82,10 @@ def main(locustfile, fixture):
             if have != want:
                 print("%s: %s is %r, tokenmeter's core says %r" % (case["name"], field, have, want))
                 return 1
-    print("%d streams recorded as the core records them" % len(cases))
+    n_closed = after_end(module, fixture)
+    if n_closed is None:
+        return 1
+    print("%d streams recorded as the core records them; nothing after the end of %d of them changed a record" % (len(cases), n_closed))
     return 0
 
 

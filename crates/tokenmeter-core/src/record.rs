@@ -117,7 +117,8 @@ pub struct RequestRecord {
     /// The response's `id` from its first chunk (names the request in server logs).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub response_id: Option<String>,
-    /// Body bytes received.
+    /// Body bytes read: all of an error response's; of a stream, those up to the
+    /// end of the event that closed it (its last word or its error).
     pub n_bytes: u64,
     /// Token-bearing events (reasoning and answer).
     pub n_token_events: u64,
@@ -131,7 +132,8 @@ pub struct RequestRecord {
     /// `usage.completion_tokens − n_token_events`, when both exist.
     pub token_mismatch: Option<i64>,
     pub finish_reason: Option<String>,
-    /// `data: [DONE]` arrived.
+    /// `data: [DONE]` ended the stream (one after the usage chunk that ended it
+    /// is not read, whether or not it came in the same network read).
     pub saw_done: bool,
     /// Arrival time of each token-bearing event.
     pub token_times_us: Vec<u64>,
@@ -371,6 +373,14 @@ impl RecordBuilder {
         self.complete_at_us.is_some()
     }
 
+    /// True once nothing more is read: the stream said it was over, or failed.
+    /// Bytes fed after that, even within the chunk that closed it, change nothing
+    /// (no error, no token, no byte of the answer, no byte counted), so the record
+    /// does not depend on how the network cut the stream's last bytes.
+    fn is_closed(&self) -> bool {
+        self.is_complete() || self.error.is_some()
+    }
+
     /// The response headers arrived at `at_us`.
     ///
     /// `content_type` and `retry_after` are the raw header values, when present.
@@ -393,28 +403,49 @@ impl RecordBuilder {
 
     /// A chunk of the body arrived at `at_us`.
     pub fn on_bytes(&mut self, chunk: &[u8], at_us: u64) {
-        self.n_bytes += chunk.len() as u64;
-        if self.head_bytes.len() < BODY_SAMPLE_BYTES {
-            let room = BODY_SAMPLE_BYTES - self.head_bytes.len();
-            self.head_bytes
-                .extend_from_slice(&chunk[..chunk.len().min(room)]);
-        }
-        if self.error.is_some() || !self.status_is_success() {
+        if self.is_closed() {
             return;
         }
-        if self.n_bytes > self.limits.max_bytes && !self.is_complete() {
+        if !self.status_is_success() {
+            // An error page: counted and sampled, never parsed.
+            self.read(chunk);
+            return;
+        }
+        if self.n_bytes + chunk.len() as u64 > self.limits.max_bytes {
+            self.read(chunk);
             self.fail_too_large(format!(
                 "the response went past {} bytes; tokenmeter stopped reading it there",
                 self.limits.max_bytes
             ));
             return;
         }
+        // Event by event, so that reading stops at the one that closes the stream
+        // (its last word, or an error), wherever in the chunk it ends.
         let mut events = std::mem::take(&mut self.scratch);
-        let result = self.parser.feed(chunk, at_us, &mut events);
-        self.take_events(&mut events);
+        let mut rest = chunk;
+        while !rest.is_empty() && !self.is_closed() {
+            match self.parser.feed_to_event(rest, at_us, &mut events) {
+                Ok(taken) => {
+                    self.read(&rest[..taken]);
+                    rest = &rest[taken..];
+                    self.take_events(&mut events);
+                }
+                Err(err) => {
+                    self.read(rest);
+                    self.fail_sse(err);
+                }
+            }
+        }
         self.scratch = events;
-        if let Err(err) = result {
-            self.fail_sse(err);
+    }
+
+    /// Counts bytes read and keeps the first of them as the body's sample.
+    fn read(&mut self, bytes: &[u8]) {
+        self.n_bytes += bytes.len() as u64;
+        if self.head_bytes.len() < BODY_SAMPLE_BYTES {
+            let room = BODY_SAMPLE_BYTES - self.head_bytes.len();
+            self.head_bytes
+                .extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
     }
 
@@ -517,11 +548,16 @@ impl RecordBuilder {
                 "the response is not text/event-stream".into(),
             )));
         }
-        let mut events = std::mem::take(&mut self.scratch);
-        let result = self.parser.finish(at_us, &mut events);
-        self.take_events(&mut events);
-        if let Err(err) = result {
-            self.fail_sse(err);
+        if !self.is_complete() {
+            // The body ended: an event with no blank line after it still counts. Once
+            // the stream had said it was over, a line held at that moment is a piece
+            // of whatever came after, and is dropped.
+            let mut events = std::mem::take(&mut self.scratch);
+            let result = self.parser.finish(at_us, &mut events);
+            self.take_events(&mut events);
+            if let Err(err) = result {
+                self.fail_sse(err);
+            }
         }
         if let Some(err) = self.error.take() {
             return Some(err);
@@ -575,10 +611,10 @@ impl RecordBuilder {
 
     fn take_events(&mut self, events: &mut Vec<SseEvent>) {
         for event in events.drain(..) {
-            if self.saw_done || self.error.is_some() {
+            if self.is_closed() {
                 continue;
             }
-            if self.n_data_events == self.limits.max_events && !self.is_complete() {
+            if self.n_data_events == self.limits.max_events {
                 self.fail_too_large(format!(
                     "the response went past {} events; tokenmeter stopped reading it there",
                     self.limits.max_events
@@ -1062,6 +1098,69 @@ mod tests {
         b.on_bytes(format!("{one}{DONE}").as_bytes(), 2_000);
         b.on_bytes(b"\n\n\n", 3_000);
         assert!(b.finish(StreamEnd::Complete, 4_000).is_ok());
+    }
+
+    #[test]
+    fn the_start_of_done_in_the_read_that_ended_the_stream_is_dropped() {
+        // Seen against real servers: the usage chunk (the stream's last word after a
+        // finish_reason) and the first bytes of `data: [DONE]` in one network read.
+        let mut b = builder();
+        for (i, event) in [
+            ROLE.to_owned(),
+            content("你"),
+            content("好"),
+            FINISH.to_owned(),
+        ]
+        .iter()
+        .enumerate()
+        {
+            b.on_bytes(event.as_bytes(), 2_000 + i as u64 * 1_000);
+        }
+        let mut last = usage(2).into_bytes();
+        last.extend_from_slice(b"data: [");
+        b.on_bytes(&last, 6_000);
+        assert!(b.is_complete());
+        b.on_bytes(b"DONE]\n\n", 6_500);
+        let r = b.finish(StreamEnd::Complete, 7_000);
+        assert!(r.is_ok(), "{:?}", r.error);
+        assert_eq!((r.n_out, r.n_token_events), (Some(2), 2));
+        assert_eq!(r.end_us, 6_000);
+        assert!(!r.saw_done, "the [DONE] after the stream's end is not read");
+        assert_eq!(r.output_text.as_deref(), Some("你好"));
+        let read = ROLE.len() + content("你").len() + content("好").len() + FINISH.len();
+        assert_eq!(r.n_bytes, (read + usage(2).len()) as u64);
+
+        // A cancel, a timeout or a failing body after that end changes nothing either.
+        for end in [
+            StreamEnd::Cancelled,
+            StreamEnd::TimedOut,
+            StreamEnd::NetworkError {
+                message: "TypeError: network error".into(),
+            },
+        ] {
+            let mut b = builder();
+            b.on_bytes(
+                format!("{}{FINISH}{}data: [", content("a"), usage(1)).as_bytes(),
+                2_000,
+            );
+            let r = b.finish(end.clone(), 9_000);
+            assert!(r.is_ok(), "{end:?}: {:?}", r.error);
+            assert_eq!(r.end_us, 2_000);
+        }
+    }
+
+    #[test]
+    fn a_final_line_held_when_the_body_ends_is_still_read_if_the_stream_had_not_ended() {
+        // No usage, no [DONE] before the body's end: the held line is the last event.
+        let mut b = builder();
+        b.on_bytes(
+            format!("{}{FINISH}data: [DO", content("a")).as_bytes(),
+            2_000,
+        );
+        b.on_bytes(b"NE]", 3_000);
+        let r = b.finish(StreamEnd::Complete, 4_000);
+        assert!(r.is_ok() && r.saw_done);
+        assert_eq!(r.end_us, 4_000);
     }
 
     #[test]

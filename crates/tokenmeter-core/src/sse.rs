@@ -105,17 +105,42 @@ impl SseParser {
     /// Feeds one chunk that arrived at `at_us`; completed events are pushed to `out`.
     pub fn feed(
         &mut self,
-        mut chunk: &[u8],
+        chunk: &[u8],
         at_us: u64,
         out: &mut Vec<SseEvent>,
     ) -> Result<(), SseError> {
+        self.feed_lines(chunk, at_us, out, false).map(|_| ())
+    }
+
+    /// Feeds `chunk` up to and including the line that dispatches the next event,
+    /// and returns how many of its bytes were taken (all of them when no event
+    /// completes in it). A caller that must read nothing after a given event (the
+    /// stream's last word) feeds a chunk piece by piece and stops there: the rest
+    /// of the chunk is never parsed, so no partial line of it is held.
+    pub fn feed_to_event(
+        &mut self,
+        chunk: &[u8],
+        at_us: u64,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<usize, SseError> {
+        self.feed_lines(chunk, at_us, out, true)
+    }
+
+    fn feed_lines(
+        &mut self,
+        whole: &[u8],
+        at_us: u64,
+        out: &mut Vec<SseEvent>,
+        stop_at_event: bool,
+    ) -> Result<usize, SseError> {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
+        let mut chunk = whole;
         if self.at_start {
             chunk = self.strip_bom(chunk);
             if chunk.is_empty() {
-                return Ok(());
+                return Ok(whole.len());
             }
         }
         if self.after_cr {
@@ -124,6 +149,7 @@ impl SseParser {
                 chunk = &chunk[1..];
             }
         }
+        let n_events = out.len();
         while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
             let (head, rest) = chunk.split_at(end);
             if self.line.is_empty() {
@@ -151,10 +177,13 @@ impl SseParser {
             } else {
                 &rest[1..]
             };
+            if stop_at_event && out.len() > n_events {
+                return Ok(whole.len() - chunk.len());
+            }
         }
         self.check_line_len(self.line.len() + chunk.len())?;
         self.line.extend_from_slice(chunk);
-        Ok(())
+        Ok(whole.len())
     }
 
     /// The stream ended at `at_us`: dispatches a final event that had no blank line after it.
@@ -287,6 +316,25 @@ mod tests {
 
     fn data(events: &[SseEvent]) -> Vec<&str> {
         events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    #[test]
+    fn feed_to_event_stops_after_each_event_and_says_how_far_it_read() {
+        let stream = b"data: a\r\n\r\n: note\ndata: b\n\ndata: [";
+        let mut parser = SseParser::new(SseLimits::default());
+        let mut out = Vec::new();
+        let first = parser.feed_to_event(stream, 1, &mut out).unwrap();
+        assert_eq!(&stream[..first], b"data: a\r\n\r\n");
+        assert_eq!(data(&out), ["a"]);
+        let rest = &stream[first..];
+        let second = parser.feed_to_event(rest, 2, &mut out).unwrap();
+        assert_eq!(&rest[..second], b": note\ndata: b\n\n");
+        assert_eq!(parser.n_comment_lines(), 1);
+        let tail = &rest[second..];
+        assert_eq!(parser.feed_to_event(tail, 3, &mut out).unwrap(), tail.len());
+        assert_eq!(data(&out), ["a", "b"], "a partial line dispatches nothing");
+        // Fed piece by piece, the events are those of one feed.
+        assert_eq!(data(&out), data(&parse_all(&[&stream[..]]))[..2]);
     }
 
     #[test]

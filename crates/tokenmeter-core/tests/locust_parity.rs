@@ -1,55 +1,85 @@
 //! The streams of `fixtures/stream-cases.json` through the core's `RecordBuilder`:
-//! each gives every field the fixture expects. The exported locustfile's `Record`
-//! is held to the same fixture (`e2e/locust/parity.py`, in the Locust layer of
-//! `cargo xtask test`), so both clients record a stream alike.
+//! each gives every field the fixture expects, and nothing fed after a stream is
+//! closed changes its record. The exported locustfile's `Record` is held to the
+//! same fixture (`e2e/locust/parity.py`, in the Locust layer of `cargo xtask
+//! test`), so both clients record a stream alike.
 
 use serde_json::Value;
-use tokenmeter_core::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
+use tokenmeter_core::record::{
+    RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
+};
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/stream-cases.json")).expect("fixture")
+}
+
+fn bytes_of(name: &str, chunk: &Value) -> Vec<u8> {
+    match chunk {
+        Value::String(s) => s.as_bytes().to_vec(),
+        Value::Array(b) => b.iter().map(|x| x.as_u64().unwrap() as u8).collect(),
+        other => panic!("{name}: chunk {other}"),
+    }
+}
+
+fn chunks_of(case: &Value) -> Vec<(u64, Vec<u8>)> {
+    let name = case["name"].as_str().unwrap();
+    case["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|chunk| (chunk[0].as_u64().unwrap(), bytes_of(name, &chunk[1])))
+        .collect()
+}
+
+/// The case's builder with its headers given and `chunks` fed.
+fn fed(case: &Value, chunks: &[(u64, Vec<u8>)]) -> RecordBuilder {
+    let mut builder = RecordBuilder::new(
+        RequestStart {
+            id: 0,
+            concurrency: 1,
+            warmup: false,
+            wanted_us: 0,
+            sent_us: 0,
+        },
+        RecordOptions {
+            keep_text: true,
+            ..RecordOptions::default()
+        },
+    );
+    if let Some(status) = case["status"].as_u64() {
+        builder.on_headers(
+            status as u16,
+            case["content_type"].as_str(),
+            case["retry_after"].as_str(),
+            case["headers_us"].as_u64().unwrap(),
+        );
+    }
+    for (at, bytes) in chunks {
+        builder.on_bytes(bytes, *at);
+    }
+    builder
+}
+
+fn finished(case: &Value, builder: RecordBuilder) -> RequestRecord {
+    let end = match case["end"].as_str().unwrap() {
+        "complete" => StreamEnd::Complete,
+        "timed_out" => StreamEnd::TimedOut,
+        "network" => StreamEnd::NetworkError {
+            message: "TypeError: network".into(),
+        },
+        other => panic!("{}: end {other}", case["name"]),
+    };
+    builder.finish(end, case["end_us"].as_u64().unwrap())
+}
 
 #[test]
 fn every_stream_is_recorded_as_the_fixture_says() {
-    let fixture: Value =
-        serde_json::from_str(include_str!("fixtures/stream-cases.json")).expect("fixture");
+    let fixture = fixture();
     let cases = fixture["cases"].as_array().expect("cases");
     assert!(cases.len() >= 20);
     for case in cases {
         let name = case["name"].as_str().unwrap();
-        let mut builder = RecordBuilder::new(
-            RequestStart {
-                id: 0,
-                concurrency: 1,
-                warmup: false,
-                wanted_us: 0,
-                sent_us: 0,
-            },
-            RecordOptions::default(),
-        );
-        if let Some(status) = case["status"].as_u64() {
-            builder.on_headers(
-                status as u16,
-                case["content_type"].as_str(),
-                case["retry_after"].as_str(),
-                case["headers_us"].as_u64().unwrap(),
-            );
-        }
-        for chunk in case["chunks"].as_array().unwrap() {
-            let at = chunk[0].as_u64().unwrap();
-            let bytes: Vec<u8> = match &chunk[1] {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Array(b) => b.iter().map(|x| x.as_u64().unwrap() as u8).collect(),
-                other => panic!("{name}: chunk {other}"),
-            };
-            builder.on_bytes(&bytes, at);
-        }
-        let end = match case["end"].as_str().unwrap() {
-            "complete" => StreamEnd::Complete,
-            "timed_out" => StreamEnd::TimedOut,
-            "network" => StreamEnd::NetworkError {
-                message: "TypeError: network".into(),
-            },
-            other => panic!("{name}: end {other}"),
-        };
-        let record = builder.finish(end, case["end_us"].as_u64().unwrap());
+        let record = finished(case, fed(case, &chunks_of(case)));
         let got = serde_json::to_value(&record).unwrap();
         for (field, want) in case["expect"].as_object().unwrap() {
             let have = match field.as_str() {
@@ -61,4 +91,55 @@ fn every_stream_is_recorded_as_the_fixture_says() {
             assert_eq!(&have, want, "{name}: {field}");
         }
     }
+}
+
+/// Whatever arrives after a stream is closed (it said it was over, or failed)
+/// never changes its record, however the network cut those bytes: each suffix of
+/// the fixture's `after_end` is appended to the last read of every stream the
+/// builder closes, and the whole cut at every byte into two reads.
+#[test]
+fn nothing_after_a_closed_stream_changes_its_record() {
+    let fixture = fixture();
+    let suffixes: Vec<Vec<u8>> = fixture["after_end"]
+        .as_array()
+        .expect("after_end")
+        .iter()
+        .map(|s| bytes_of("after_end", s))
+        .collect();
+    let mut n_closed = 0;
+    let mut n_records = 0;
+    for case in fixture["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let chunks = chunks_of(case);
+        let builder = fed(case, &chunks);
+        if !(builder.is_complete() || builder.has_stream_error()) {
+            continue;
+        }
+        n_closed += 1;
+        let (head, last) = chunks.split_at(chunks.len() - 1);
+        let (last_at, last) = &last[0];
+        // The same reads, the last one (`tail`) cut in two at `cut`.
+        let record_cut = |tail: &[u8], cut: usize| {
+            let mut reads = head.to_vec();
+            reads.push((*last_at, tail[..cut].to_vec()));
+            reads.push((last_at + 7, tail[cut..].to_vec()));
+            finished(case, fed(case, &reads))
+        };
+        let without: Vec<RequestRecord> =
+            (0..=last.len()).map(|cut| record_cut(last, cut)).collect();
+        for (i, suffix) in suffixes.iter().enumerate() {
+            let tail = [last.as_slice(), suffix].concat();
+            for cut in 0..=tail.len() {
+                let with = record_cut(&tail, cut);
+                assert_eq!(
+                    with,
+                    without[cut.min(last.len())],
+                    "{name}: after_end[{i}] appended, the last read cut at byte {cut}"
+                );
+                n_records += 1;
+            }
+        }
+    }
+    assert!(n_closed >= 15, "{n_closed} closed streams in the fixture");
+    assert!(n_records > 10_000);
 }

@@ -199,19 +199,34 @@ class Record:
     def _success(self):
         return (self.status is None or 200 <= self.status <= 299) and self.is_event_stream
 
+    @property
+    def closed(self):
+        """Nothing more is read: the stream said it was over, or failed. Bytes after
+        that, even in the read that closed it, change nothing."""
+        return self.complete_at_us is not None or self.error is not None
+
     def on_bytes(self, chunk, at_us):
-        self.n_bytes += len(chunk)
-        if len(self.head) < BODY_SAMPLE_BYTES:
-            self.head += chunk[: BODY_SAMPLE_BYTES - len(self.head)]
-        if self.error is not None or not self._success():
+        if self.closed:
             return
-        if self.n_bytes > MAX_BYTES and not self.complete:
+        if not self._success():
+            self._read(chunk)
+            return
+        if self.n_bytes + len(chunk) > MAX_BYTES:
+            self._read(chunk)
             self._too_large("the response went past %d bytes; tokenmeter stopped reading it there" % MAX_BYTES)
             return
-        self._feed(chunk, at_us)
+        self._read(chunk[: self._feed(chunk, at_us)])
+
+    def _read(self, data):
+        """Counts bytes read and keeps the first of them as the body's sample."""
+        self.n_bytes += len(data)
+        if len(self.head) < BODY_SAMPLE_BYTES:
+            self.head += data[: BODY_SAMPLE_BYTES - len(self.head)]
 
     # SSE (WHATWG): lines end with \r\n, \n or \r, anywhere across chunks.
+    # Returns the bytes taken: reading stops after the event that closes the stream.
     def _feed(self, chunk, at_us):
+        whole = len(chunk)
         if self._at_start:
             if self._line == b"" and chunk.startswith(b"\xef\xbb\xbf"):
                 chunk = chunk[3:]
@@ -221,11 +236,12 @@ class Record:
             self._after_cr = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
+        skipped = whole - len(chunk)
         start = 0
         n = len(chunk)
         # Most streams have no \r: found once, not once per line.
         i_r = chunk.find(b"\r")
-        while self.error is None:
+        while not self.closed:
             i_n = chunk.find(b"\n", start)
             if 0 <= i_r < start:
                 i_r = chunk.find(b"\r", start)
@@ -236,7 +252,7 @@ class Record:
             self._line = b""
             if len(line) > MAX_LINE_BYTES:
                 self._sse_error("a line of the stream is longer than %d bytes" % MAX_LINE_BYTES)
-                return
+                return whole
             self._line_done(line, at_us)
             if chunk[end : end + 1] == b"\r":
                 if end + 1 < n:
@@ -246,10 +262,12 @@ class Record:
                     start = n
             else:
                 start = end + 1
-        if self.error is None:
-            self._line += chunk[start:]
-            if len(self._line) > MAX_LINE_BYTES:
-                self._sse_error("a line of the stream is longer than %d bytes" % MAX_LINE_BYTES)
+        if self.closed:
+            return skipped + start
+        self._line += chunk[start:]
+        if len(self._line) > MAX_LINE_BYTES:
+            self._sse_error("a line of the stream is longer than %d bytes" % MAX_LINE_BYTES)
+        return whole
 
     def _line_done(self, line, at_us):
         if not line:
@@ -287,9 +305,9 @@ class Record:
             self.error = _error("response_too_large", detail)
 
     def _event(self, data, at_us):
-        if self.saw_done or self.error is not None:
+        if self.closed:
             return
-        if self.n_data_events == MAX_EVENTS and not self.complete:
+        if self.n_data_events == MAX_EVENTS:
             self._too_large("the response went past %d events; tokenmeter stopped reading it there" % MAX_EVENTS)
             return
         self.n_data_events += 1
@@ -425,12 +443,15 @@ class Record:
             return _error(kind, "HTTP %d" % (self.status or 0), self._sample(), self.retry_after_s)
         if not self.is_event_stream:
             return _error("not_event_stream", "the response is not text/event-stream", self._sample())
-        # The stream ended: an event with no blank line after it still counts.
-        if self._line:
-            self._line_done(self._line, at_us)
-            self._line = b""
-        if self._has_data:
-            self._line_done(b"", at_us)
+        # The body ended: an event with no blank line after it still counts. Once
+        # the stream had said it was over, a held line is a piece of what came
+        # after, and is dropped.
+        if not self.complete:
+            if self._line:
+                self._line_done(self._line, at_us)
+                self._line = b""
+            if self._has_data:
+                self._line_done(b"", at_us)
         if self.error is not None:
             return self.error
         if not self.token_times_us:
