@@ -86,7 +86,47 @@ async fn one_request_is_measured_end_to_end() {
         .starts_with("chatcmpl-"));
     assert!(record.ttft_us().unwrap() > 0);
     assert!(record.output_text.unwrap().chars().count() >= 12);
-    assert!(record.saw_done);
+    assert!(
+        !record.saw_done,
+        "the usage chunk after finish_reason ended the stream; the [DONE] after it is not read"
+    );
+}
+
+/// Bytes in uneven reads (every write cut in two, so the usage chunk that ends the
+/// stream and the start of `[DONE]` share a read), and more after `[DONE]`: the
+/// engine stops reading at the stream's end, and nothing it held changes the record.
+#[wasm_bindgen_test]
+async fn nothing_after_the_stream_s_end_changes_the_record() {
+    let clock = Clock::start();
+    let options = RecordOptions {
+        keep_text: true,
+        ..RecordOptions::default()
+    };
+    for fault in [
+        "split-writes",
+        "after-done",
+        "split-writes,after-done",
+        "split-writes,after-done,comments,crlf",
+    ] {
+        for _ in 0..3 {
+            let (record, _) = send(
+                &target(12, Some(fault), 30_000.0),
+                start(&clock),
+                &clock,
+                &CancelToken::default(),
+                options,
+            )
+            .await;
+            assert!(record.is_ok(), "{fault}: {:?}", record.error);
+            assert_eq!(record.n_out, Some(12), "{fault}");
+            assert_eq!(record.n_token_events, 12, "{fault}");
+            assert!(!record.saw_done, "{fault}");
+            // `after-done` writes a token 多余 after `[DONE]`, which the simulator's
+            // answers never hold.
+            let text = record.output_text.unwrap();
+            assert!(!text.contains("多余"), "{fault}: {text}");
+        }
+    }
 }
 
 #[wasm_bindgen_test]

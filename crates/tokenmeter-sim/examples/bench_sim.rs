@@ -31,8 +31,15 @@ use tokenmeter_sim::{engine::EngineParams, SimConfig, SimServer};
 
 /// One token per stream every 20 ms: 50 events/s per stream.
 const STEP_MS: f64 = 20.0;
-/// Tokens per stream: a 5-second run at 20 ms per step.
-const TOKENS: u64 = 250;
+/// Tokens per stream: a 5-second run at 20 ms per step (half a second in the test
+/// command's smoke run, `TOKENMETER_BENCH_SMOKE=1`).
+fn tokens() -> u64 {
+    if std::env::var("TOKENMETER_BENCH_SMOKE").as_deref() == Ok("1") {
+        25
+    } else {
+        250
+    }
+}
 
 fn main() {
     let mut levels: Vec<usize> = Vec::new();
@@ -119,7 +126,7 @@ async fn run_level(sim: &SimServer, n_streams: usize, per_connection: usize) {
     let body = serde_json::json!({
         "model": "tokenmeter-sim",
         "messages": [{"role": "user", "content": "bench"}],
-        "max_tokens": TOKENS,
+        "max_tokens": tokens(),
         "stream": true,
     })
     .to_string();

@@ -1,7 +1,10 @@
 //! Faults a request can be given, by `--fault KIND` for every request or by the
 //! `x-tokenmeter-fault: KIND[,KIND...]` header for one, so one run can mix them.
 
-use std::fmt;
+use std::{fmt, time::Duration};
+
+/// The wait between the two writes of each piece of a `split-writes` stream.
+pub const SPLIT_WRITE_PAUSE: Duration = Duration::from_millis(1);
 
 /// One fault kind. The names are a stable interface (README, tests, the page's specs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,10 +50,19 @@ pub enum Fault {
     /// The first quarter of the tokens is reasoning that is generated and counted
     /// in `usage` (`reasoning_tokens`) but never streamed.
     HiddenReasoning,
+    /// Every write (each event, comment and `[DONE]`) in two, the second
+    /// [`SPLIT_WRITE_PAUSE`] after the first, cut inside a multi-byte character
+    /// where there is one, else in the middle: the end of one event and the start
+    /// of the next reach the client in one read, as TCP segments and proxies cut them.
+    SplitWrites,
+    /// After `[DONE]`, in the same write, more: a comment, a second usage chunk, a
+    /// token, broken JSON and stray line ends (as proxies that concatenate or
+    /// repeat do). Nothing after the stream's end is part of the answer.
+    AfterDone,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 19] = [
+    pub const ALL: [Fault; 21] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -70,6 +82,8 @@ impl Fault {
         Fault::EchoHeaders,
         Fault::DoneHold,
         Fault::HiddenReasoning,
+        Fault::SplitWrites,
+        Fault::AfterDone,
     ];
 
     pub fn name(self) -> &'static str {
@@ -93,6 +107,8 @@ impl Fault {
             Fault::EchoHeaders => "echo-headers",
             Fault::DoneHold => "done-hold",
             Fault::HiddenReasoning => "hidden-reasoning",
+            Fault::SplitWrites => "split-writes",
+            Fault::AfterDone => "after-done",
         }
     }
 

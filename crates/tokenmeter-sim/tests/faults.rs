@@ -145,6 +145,74 @@ async fn format_faults_are_measured_exactly() {
     }
 }
 
+/// The truth of the response `r`.
+async fn truth_of(sim: &SimServer, r: &Received) -> serde_json::Value {
+    let truth = common::truth(sim.addr).await;
+    truth["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| Some(t["response_id"].as_str().unwrap()) == r.header("x-request-id"))
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn split_writes_and_bytes_after_done_change_no_record() {
+    let sim = start(fast_config()).await;
+    for fault in [
+        "split-writes",
+        "after-done",
+        "split-writes,after-done",
+        "split-writes,after-done,multi-token,comments,crlf,reasoning",
+    ] {
+        let (r, record) = with_fault(&sim, fault, 12).await;
+        assert!(record.is_ok(), "{fault}: {:?}", record.error);
+        assert_eq!(
+            record.n_out,
+            Some(12),
+            "{fault}: usage of the real usage chunk"
+        );
+        let mine = truth_of(&sim, &r).await;
+        assert_eq!(
+            record.output_text.as_deref(),
+            mine["text"].as_str(),
+            "{fault}: text exact, nothing after the end in it"
+        );
+        assert_eq!(
+            record.n_token_events,
+            mine["n_token_events"].as_u64().unwrap(),
+            "{fault}"
+        );
+        let body = r.body();
+        if fault.contains("split-writes") {
+            // Each piece is a chunk of its own (HTTP/1.1 chunked), so the reads show
+            // the cuts whatever the machine's timing: `[DONE]` among them.
+            // `data: [DONE]` and its line ends, cut in the middle.
+            let (head, tail) = if fault.contains("crlf") {
+                ("data: [D", "ONE]\r\n\r\n")
+            } else {
+                ("data: [", "DONE]\n\n")
+            };
+            let i = r
+                .frames
+                .iter()
+                .position(|(_, b)| b.ends_with(head.as_bytes()))
+                .unwrap_or_else(|| panic!("{fault}: no read ends with `{head}`"));
+            assert!(r.frames[i + 1].1.starts_with(tail.as_bytes()), "{fault}");
+        }
+        if fault.contains("after-done") {
+            let text = String::from_utf8_lossy(&body);
+            let after = &text[text.find("[DONE]").unwrap()..];
+            assert!(
+                after.contains("多余") && after.contains("999"),
+                "{fault}: {after}"
+            );
+            assert!(!record.output_text.as_deref().unwrap().contains("多余"));
+        }
+    }
+}
+
 #[tokio::test]
 async fn multi_token_events_are_counted_by_usage() {
     let sim = start(fast_config()).await;

@@ -29,7 +29,7 @@ use super::{
 use crate::{
     connection::{Gate, WrittenSlots},
     engine::TokenDue,
-    fault::Fault,
+    fault::{Fault, SPLIT_WRITE_PAUSE},
     text::TokenText,
     truth::{Outcome, RequestTruth, TokenTruth},
 };
@@ -44,6 +44,9 @@ enum Frame {
     Data(Bytes, Vec<usize>),
     /// Cut the connection (the `cut` fault).
     Abort,
+    /// Hand over nothing more until the step is out and [`SPLIT_WRITE_PAUSE`] has
+    /// passed (the `split-writes` fault): what follows is a write of its own.
+    Pause,
 }
 
 /// The writer of one streamed response: turns due tokens into events.
@@ -67,6 +70,8 @@ struct Writer {
     committed: bool,
     /// The `done-hold` fault's wait after the last event.
     hold: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The `split-writes` fault's wait between the pieces of a write.
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The connection's write gate, and when it wrote each token.
     gate: Arc<Gate>,
     written: Arc<WrittenSlots>,
@@ -75,23 +80,51 @@ struct Writer {
 impl Writer {
     fn push_event(&mut self, data: String, tokens: Vec<usize>) {
         let bytes = self.plan.event(&data).into_bytes();
-        if self.plan.faults.has(Fault::SplitUtf8) {
-            for (piece, is_last) in split_inside_chars(&bytes) {
-                let completes = if is_last { tokens.clone() } else { Vec::new() };
-                self.frames.push_back((
-                    self.step,
-                    Frame::Data(Bytes::copy_from_slice(piece), completes),
-                ));
-            }
-        } else {
-            self.frames
-                .push_back((self.step, Frame::Data(Bytes::from(bytes), tokens)));
-        }
+        self.push_bytes(bytes, tokens);
     }
 
     fn push_raw(&mut self, text: String) {
-        self.frames
-            .push_back((self.step, Frame::Data(Bytes::from(text), Vec::new())));
+        self.push_bytes(text.into_bytes(), Vec::new());
+    }
+
+    /// Queues one write, cut into pieces as the stream's faults say; `tokens` are
+    /// completed by its last piece.
+    fn push_bytes(&mut self, bytes: Vec<u8>, tokens: Vec<usize>) {
+        let split_writes = self.plan.faults.has(Fault::SplitWrites);
+        let pieces = if self.plan.faults.has(Fault::SplitUtf8) {
+            split_inside_chars(&bytes)
+        } else if split_writes {
+            split_once(&bytes)
+        } else {
+            self.frames
+                .push_back((self.step, Frame::Data(Bytes::from(bytes), tokens)));
+            return;
+        };
+        let mut tokens = Some(tokens);
+        for (i, (piece, is_last)) in pieces.into_iter().enumerate() {
+            if split_writes && i > 0 {
+                self.frames.push_back((self.step, Frame::Pause));
+            }
+            let completes = if is_last {
+                tokens.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            if split_writes && i == 0 {
+                // The end of the write before and the start of this one leave
+                // together, as one piece: one read holds both.
+                if let Some((step, Frame::Data(before, _))) = self.frames.back_mut() {
+                    if *step == self.step {
+                        *before = [before.as_ref(), piece].concat().into();
+                        continue;
+                    }
+                }
+            }
+            self.frames.push_back((
+                self.step,
+                Frame::Data(Bytes::copy_from_slice(piece), completes),
+            ));
+        }
     }
 
     fn on_token(&mut self, due: TokenDue) {
@@ -212,6 +245,18 @@ impl Writer {
             self.push_event(usage_chunk.to_string(), Vec::new());
         }
         self.push_event("[DONE]".into(), Vec::new());
+        if self.plan.faults.has(Fault::AfterDone) {
+            let late = |delta| self.plan.chunk(delta, None).to_string();
+            let more = [
+                self.plan.comment("keep-alive"),
+                self.plan.event(&json!({"id": self.plan.response_id, "choices": [], "usage": self.plan.usage(999, 999)}).to_string()),
+                self.plan.event(&late(json!({"content": "多余"}))),
+                self.plan.event("{\"choices\":[{\"delta\":{\"content\":\"坏"),
+                "\n\r\n".to_owned(),
+            ]
+            .concat();
+            self.push_raw(more);
+        }
         self.end(Outcome::Completed);
     }
 
@@ -269,6 +314,18 @@ impl Writer {
                         .poll_written(&self.written, self.truth.tokens.len(), cx));
                     self.frames.pop_front();
                     return Poll::Ready(Some(Err(io::Error::other("simulated cut"))));
+                }
+                if let Frame::Pause = frame {
+                    // The piece before is written at the step's release; this one a
+                    // moment after it.
+                    ready!(released.poll_released(step, cx));
+                    let pause = self
+                        .pause
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(SPLIT_WRITE_PAUSE)));
+                    ready!(pause.as_mut().poll(cx));
+                    self.pause = None;
+                    self.frames.pop_front();
+                    continue;
                 }
                 ready!(released.poll_prepared(step, cx));
                 let Some((_, Frame::Data(bytes, tokens))) = self.frames.pop_front() else {
@@ -335,6 +392,19 @@ impl Drop for Writer {
     }
 }
 
+/// Splits a write's bytes in two: inside its first multi-byte character where it
+/// has one, else in the middle (`data: [DONE]` becomes `data: [` and `DONE]`).
+/// Returns `(piece, is_last)`.
+fn split_once(bytes: &[u8]) -> Vec<(&[u8], bool)> {
+    let cut = (1..bytes.len())
+        .find(|&i| bytes[i] & 0b1100_0000 == 0b1000_0000)
+        .unwrap_or(bytes.len() / 2);
+    if cut == 0 {
+        return vec![(bytes, true)];
+    }
+    vec![(&bytes[..cut], false), (&bytes[cut..], true)]
+}
+
 /// Splits an event's bytes into up to three pieces, each cut inside a multi-byte
 /// character where there is one. Returns `(piece, is_last)`.
 fn split_inside_chars(bytes: &[u8]) -> Vec<(&[u8], bool)> {
@@ -382,6 +452,7 @@ pub(super) fn stream_response(
         ended: false,
         committed: false,
         hold: None,
+        pause: None,
         gate,
         written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
         plan,

@@ -209,7 +209,9 @@ pub async fn truth(addr: SocketAddr) -> Value {
     send(addr, "GET", "/v1/sim/truth", &[], None).await.json()
 }
 
-/// Feeds a received response to tokenmeter-core, timestamps in µs since `origin`.
+/// Feeds a received response to tokenmeter-core, timestamps in µs since `origin`,
+/// as the page's engine does: reading stops once the stream said it was over (or
+/// failed), and the request ends then.
 pub fn measure(
     received: &Received,
     origin: Instant,
@@ -236,10 +238,14 @@ pub fn measure(
         received.header("retry-after"),
         us(received.headers_at),
     );
+    let mut end_at = received.headers_at;
     for (at, bytes) in &received.frames {
         builder.on_bytes(bytes, us(*at));
+        end_at = *at;
+        if builder.is_complete() || builder.has_stream_error() {
+            break;
+        }
     }
-    let end_at = received.frames.last().map_or(received.headers_at, |f| f.0);
     let end = match &received.body_error {
         Some(message) => StreamEnd::NetworkError {
             message: message.clone(),
