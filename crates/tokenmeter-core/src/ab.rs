@@ -133,6 +133,37 @@ pub fn said(document: &RunDocument, lang: Lang) -> Vec<String> {
     }
     for row in &rows {
         let c = row.concurrency;
+        let answered: Vec<usize> = (0..row.targets.len())
+            .filter(|&i| row.targets[i].is_some_and(|t| t.n_ok > 0))
+            .collect();
+        // Fewer than two targets answered: no comparison, and never "a tie".
+        match (answered.as_slice(), zh) {
+            ([], false) => {
+                out.push(format!(
+                    "at concurrency {c}, no target had a successful request"
+                ));
+                continue;
+            }
+            ([], true) => {
+                out.push(format!("并发 {c}：没有一个目标有成功的请求"));
+                continue;
+            }
+            ([only], false) => {
+                out.push(format!(
+                    "at concurrency {c}, only {} had successful requests",
+                    target_name(document, *only)
+                ));
+                continue;
+            }
+            ([only], true) => {
+                out.push(format!(
+                    "并发 {c}：只有 {} 有成功的请求",
+                    target_name(document, *only)
+                ));
+                continue;
+            }
+            _ => {}
+        }
         out.push(match (row.better, zh) {
             (Some(i), false) => format!(
                 "at concurrency {c}, {} leads by {:.0}% output tokens/s",
@@ -267,5 +298,33 @@ mod tests {
         let mut single = close.clone();
         single.ab.clear();
         assert!(rows(&single).is_empty());
+    }
+
+    #[test]
+    fn a_level_where_a_target_had_no_success_is_no_tie() {
+        let mut doc = ab_run(21);
+        let drop_successes = |d: &mut RunDocument, c: u32| {
+            for l in d.levels.iter_mut().filter(|l| l.concurrency == Some(c)) {
+                l.n_fail += l.n_ok;
+                l.n_ok = 0;
+            }
+        };
+        drop_successes(&mut doc.ab[0], 2);
+        let en = said(&doc, Lang::En);
+        assert_eq!(
+            en[1],
+            "at concurrency 2, only A · tokenmeter-sim had successful requests"
+        );
+        assert_eq!(
+            said(&doc, Lang::Zh)[1],
+            "并发 2：只有 A · tokenmeter-sim 有成功的请求"
+        );
+        drop_successes(&mut doc, 2);
+        assert_eq!(
+            said(&doc, Lang::En)[1],
+            "at concurrency 2, no target had a successful request"
+        );
+        assert_eq!(said(&doc, Lang::Zh)[1], "并发 2：没有一个目标有成功的请求");
+        assert!(said(&doc, Lang::En)[0].starts_with("at concurrency 1, a tie"));
     }
 }

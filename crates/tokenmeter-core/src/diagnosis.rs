@@ -136,11 +136,16 @@ impl Finding {
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
         match *self {
-            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms } => if zh {
-                format!("从并发 {from} 到 {to}，p95 TTFT 涨了 {p95_growth:.1} 倍（到 {p95_ms:.0} 毫秒），p50 只涨了 {p50_growth:.1} 倍：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。")
-            } else {
-                format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 grew {p50_growth:.1}×: queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests.")
-            },
+            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms } => {
+                // A median that did not grow (shown as 1.0× or less) is not "grew 0.9×".
+                let p50_grew = p50_growth >= 1.05;
+                match (zh, p50_grew) {
+                    (true, true) => format!("从并发 {from} 到 {to}，p95 TTFT 涨到原来的 {p95_growth:.1} 倍（{p95_ms:.0} 毫秒），p50 只涨到 {p50_growth:.1} 倍：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。"),
+                    (true, false) => format!("从并发 {from} 到 {to}，p95 TTFT 涨到原来的 {p95_growth:.1} 倍（{p95_ms:.0} 毫秒），p50 却没有增长（{p50_growth:.1} 倍）：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。"),
+                    (false, true) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 grew {p50_growth:.1}×: queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
+                    (false, false) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 did not grow ({p50_growth:.1}×): queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
+                }
+            }
             Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens } => {
                 let prompt = prompt_tokens.map(|n| if zh { format!("（提示约 {n:.0} 个 token）") } else { format!(" (prompts of about {n:.0} tokens)") }).unwrap_or_default();
                 if zh {
@@ -637,5 +642,24 @@ mod tests {
             .collect();
         assert!(causes.contains(&Cause::NetworkOrGateway));
         assert!(!causes.contains(&Cause::Prefill));
+    }
+
+    #[test]
+    fn a_median_that_did_not_grow_is_not_said_to_grow() {
+        let finding = |p50_growth| Finding::Queueing {
+            from: 1,
+            to: 8,
+            p50_growth,
+            p95_growth: 4.0,
+            p95_ms: 2400.0,
+        };
+        assert!(finding(0.9)
+            .text(Lang::En)
+            .contains("while p50 did not grow (0.9×)"));
+        assert!(finding(0.9)
+            .text(Lang::Zh)
+            .contains("p50 却没有增长（0.9 倍）"));
+        assert!(finding(1.6).text(Lang::En).contains("while p50 grew 1.6×"));
+        assert!(finding(1.6).text(Lang::Zh).contains("p50 只涨到 1.6 倍"));
     }
 }

@@ -1254,6 +1254,7 @@ mod tests {
             e2e_p95_ms: None,
             n_ok: 10,
             n_fail: 0,
+            n_cancelled: 0,
             output_tps_noise_pct: noise,
         };
         let params = Default::default();

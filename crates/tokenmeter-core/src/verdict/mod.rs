@@ -34,6 +34,9 @@ pub struct LevelPoint {
     pub e2e_p95_ms: Option<f64>,
     pub n_ok: u64,
     pub n_fail: u64,
+    /// Requests the user cancelled (neither successes nor failures).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_cancelled: u64,
     /// The spread of output tokens/s between the passes of a repeated ladder,
     /// percent of their mean: a gain within it is noise, not growth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,6 +54,7 @@ impl LevelPoint {
             e2e_p95_ms: s.e2e_ms.map(|d| d.p95),
             n_ok: s.n_ok,
             n_fail: s.n_fail,
+            n_cancelled: s.n_cancelled,
             output_tps_noise_pct: s.spread_pct(|p| Some(p.output_tps)),
         })
     }
@@ -311,6 +315,8 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
                 gain_pct: (b.output_tps / a.output_tps - 1.0) * 100.0,
                 knee_ttft_p95_ms: a.ttft_p95_ms,
                 next_ttft_p95_ms: b.ttft_p95_ms,
+                knee_e2e_p95_ms: a.e2e_p95_ms,
+                next_e2e_p95_ms: b.e2e_p95_ms,
             });
             if b.n_fail > 0 {
                 verdict.push(Sentence::FailuresAfterKnee {
@@ -335,6 +341,7 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
             knee: last.concurrency,
             next: above[0].concurrency,
             n_fail: above[0].n_fail,
+            n_cancelled: above[0].n_cancelled,
         });
     }
     if verdict.knee.is_none() {
@@ -419,6 +426,10 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
     verdict
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn gain_share(a: &LevelPoint, b: &LevelPoint) -> Option<f64> {
     let concurrency_gain = b.concurrency as f64 / a.concurrency as f64 - 1.0;
     (a.output_tps > 0.0 && concurrency_gain > 0.0 && a.n_ok > 0 && b.n_ok > 0)
@@ -456,6 +467,7 @@ fn interpolate(points: &[LevelPoint], concurrency: u32) -> LevelPoint {
         e2e_p95_ms: lerp(a.e2e_p95_ms, b.e2e_p95_ms),
         n_ok: a.n_ok.min(b.n_ok),
         n_fail: 0,
+        n_cancelled: 0,
         output_tps_noise_pct: None,
     }
 }
@@ -474,6 +486,7 @@ mod tests {
             e2e_p95_ms: None,
             n_ok: ok,
             n_fail: fail,
+            n_cancelled: 0,
             output_tps_noise_pct: None,
         };
         vec![
@@ -590,6 +603,7 @@ mod tests {
             e2e_p95_ms: None,
             n_ok: 0,
             n_fail: 8,
+            n_cancelled: 0,
             output_tps_noise_pct: None,
         });
         let v = analyse_points(&table, &Slo::default(), &AnalysisParams::default());
@@ -614,5 +628,201 @@ mod tests {
         let v = analyse_points(&table, &Slo::default(), &AnalysisParams::default());
         assert_eq!((v.knee, v.safe_concurrency), (None, None));
         assert!(v.explanation_en.contains("errors panel"));
+    }
+
+    /// A level by its figures: `(concurrency, output tok/s, p95 TTFT, p95 E2E)`,
+    /// ten requests, all successful.
+    fn level(c: u32, tps: f64, ttft: f64, e2e: f64) -> LevelPoint {
+        LevelPoint {
+            concurrency: c,
+            output_tps: tps,
+            ttft_p95_ms: Some(ttft),
+            tpot_p95_ms: Some(20.0),
+            e2e_p95_ms: Some(e2e),
+            n_ok: 10,
+            n_fail: 0,
+            n_cancelled: 0,
+            output_tps_noise_pct: None,
+        }
+    }
+
+    /// What no sentence may say, in either language: growth that is a fall, a
+    /// figure that is not a number, "grows from X … to X".
+    fn assert_consistent(text: &str) {
+        for wrong in [
+            "adds only -",
+            "grew -",
+            "多了 -",
+            "增长了 -",
+            "-0.0",
+            "NaN",
+            "inf ",
+            "% (-",
+        ] {
+            assert!(!text.contains(wrong), "`{wrong}` in: {text}");
+        }
+        if let Some(rest) = text.split("grows from ").nth(1) {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            // "grows from A tok/s at concurrency X to B tok/s at Y"
+            let (a, x) = (words[0], words[4]);
+            let (b, y) = (words[6], words[9].trim_end_matches(','));
+            assert!(
+                b.parse::<f64>().unwrap() > a.parse::<f64>().unwrap() && x != y,
+                "{text}"
+            );
+        }
+    }
+
+    fn said(points: &[LevelPoint]) -> (Verdict, String, String) {
+        let slo = Slo {
+            ttft_p95_ms: Some(1000.0),
+            ..Slo::default()
+        };
+        let v = analyse_points(points, &slo, &AnalysisParams::default());
+        let (en, zh) = (v.text(Lang::En), v.text(Lang::Zh));
+        assert_consistent(&en);
+        assert_consistent(&zh);
+        (v, en, zh)
+    }
+
+    #[test]
+    fn a_knee_at_the_first_level_is_said_plainly_and_a_fall_is_a_fall() {
+        // llama-server, 4 slots on one thread: serving four at once is slower.
+        let (v, en, zh) = said(&[level(1, 22.0, 65.0, 900.0), level(4, 17.25, 3878.0, 4000.0)]);
+        assert_eq!(v.knee, Some(1));
+        assert!(
+            en.starts_with("Throughput is 22 tok/s at concurrency 1, and going to 4 lowers it by 21.6%, to 17 tok/s, while p95 TTFT rises from 65 ms to 3878 ms: this server does not gain from serving requests together, and the knee is the first level, concurrency 1."),
+            "{en}"
+        );
+        assert!(
+            zh.contains("吞吐反而下降了 21.6%") && zh.contains("拐点就在第一档"),
+            "{zh}"
+        );
+
+        // A small gain at the first step: no claim that the server cannot batch.
+        let (_, en, zh) = said(&[
+            level(1, 100.0, 100.0, 900.0),
+            level(8, 110.0, 900.0, 5000.0),
+        ]);
+        assert!(
+            en.contains("going to 8 adds only 10.0% (110 tok/s)"),
+            "{en}"
+        );
+        assert!(!en.contains("does not gain") && en.contains("the knee is the first level"));
+        assert!(zh.contains("只多了 10.0%"), "{zh}");
+
+        // Flat within a tenth of a percent.
+        let (_, en, zh) = said(&[
+            level(1, 136.0, 100.0, 900.0),
+            level(2, 136.02, 300.0, 1800.0),
+        ]);
+        assert!(en.contains("going to 2 leaves it flat (136 tok/s)"), "{en}");
+        assert!(zh.contains("吞吐持平"), "{zh}");
+    }
+
+    #[test]
+    fn a_fall_after_growth_and_growth_too_small_to_show_are_said_as_they_are() {
+        // The default demo's shape: 4 → 6 lost 0.2%.
+        let (v, en, _) = said(&[
+            level(1, 40.0, 60.0, 500.0),
+            level(2, 80.0, 62.0, 510.0),
+            level(4, 136.3, 70.0, 600.0),
+            level(6, 136.0, 400.0, 900.0),
+        ]);
+        assert_eq!(v.knee, Some(4));
+        assert!(
+            en.starts_with("Throughput grows from 40 tok/s at concurrency 1 to 136 tok/s at 4, but going to 6 lowers it by 0.2%, to 136 tok/s, while p95 TTFT rises from 70 ms to 400 ms: the knee is at concurrency 4."),
+            "{en}"
+        );
+        // Throughput at the knee no higher, as shown, than at the first level.
+        let (v, en, zh) = said(&[
+            level(1, 100.0, 100.0, 900.0),
+            level(2, 100.3, 100.0, 900.0),
+            level(4, 100.1, 500.0, 2000.0),
+        ]);
+        assert_eq!(v.knee, Some(2));
+        assert!(en.starts_with("Throughput stays at about 100 tok/s from concurrency 1 to 2, and going to 4 lowers it by 0.2%"), "{en}");
+        assert!(
+            zh.starts_with("吞吐从并发 1 到 2 一直约为 100 tok/s"),
+            "{zh}"
+        );
+        let (_, en, _) = said(&[
+            level(1, 100.0, 100.0, 900.0),
+            level(2, 90.0, 100.0, 900.0),
+            level(4, 80.0, 500.0, 2000.0),
+        ]);
+        assert!(en.starts_with("Throughput falls from 100 tok/s at concurrency 1 to 90 tok/s at 2, and going to 4 lowers it by 11.1%"), "{en}");
+    }
+
+    #[test]
+    fn the_latency_named_is_the_one_that_rose() {
+        let (v, en, zh) = said(&[
+            level(1, 100.0, 100.0, 1000.0),
+            level(2, 105.0, 95.0, 1900.0),
+        ]);
+        assert_eq!(v.knee, Some(1));
+        assert!(
+            en.contains("while p95 E2E rises from 1000 ms to 1900 ms"),
+            "{en}"
+        );
+        assert!(zh.contains("p95 E2E 从 1000 ms 升到 1900 ms"), "{zh}");
+    }
+
+    #[test]
+    fn without_a_knee_a_fall_or_a_flat_line_is_not_called_growth() {
+        let (v, en, zh) = said(&[level(1, 100.0, 100.0, 900.0), level(2, 90.0, 90.0, 900.0)]);
+        assert_eq!(v.knee, None);
+        assert!(en.starts_with("No knee up to concurrency 2: throughput fell 10.0% from 1 to 2 (100 → 90 tok/s) while p95 latency did not rise"), "{en}");
+        assert!(zh.contains("吞吐下降了 10.0%"), "{zh}");
+        let (_, en, zh) = said(&[level(1, 100.0, 100.0, 900.0), level(2, 100.0, 100.0, 900.0)]);
+        assert!(en.contains("throughput stayed flat from 1 to 2"), "{en}");
+        assert!(zh.contains("吞吐持平"), "{zh}");
+        let (_, en, _) = said(&[level(1, 100.0, 100.0, 900.0), level(2, 190.0, 100.0, 900.0)]);
+        assert!(
+            en.starts_with("No knee up to concurrency 2: throughput still grew 90.0%"),
+            "{en}"
+        );
+        let (_, en, zh) = said(&[level(4, 100.0, 100.0, 900.0)]);
+        assert!(en.starts_with("Only one level (concurrency 4)"), "{en}");
+        assert!(zh.starts_with("只测了一档"), "{zh}");
+    }
+
+    #[test]
+    fn nothing_succeeded_and_a_top_level_of_failures_and_cancels() {
+        let broken = |c: u32, n_fail: u64, n_cancelled: u64| LevelPoint {
+            output_tps: 0.0,
+            ttft_p95_ms: None,
+            tpot_p95_ms: None,
+            e2e_p95_ms: None,
+            n_ok: 0,
+            n_fail,
+            n_cancelled,
+            ..level(c, 0.0, 0.0, 0.0)
+        };
+        let (v, en, zh) = said(&[broken(1, 4, 0), broken(2, 4, 0)]);
+        assert_eq!((v.knee, v.safe_concurrency), (None, None));
+        assert!(en.starts_with("No level had a successful request"), "{en}");
+        assert!(zh.starts_with("没有任何一档有成功的请求"), "{zh}");
+
+        let (v, en, zh) = said(&[
+            level(1, 50.0, 100.0, 900.0),
+            level(2, 95.0, 120.0, 950.0),
+            broken(4, 2, 6),
+        ]);
+        assert_eq!(v.knee, Some(2));
+        assert!(
+            en.contains("at concurrency 4 no request succeeded (2 failed, 6 cancelled)"),
+            "{en}"
+        );
+        assert!(!en.contains("all 2 requests failed"));
+        assert!(
+            zh.contains("没有一个请求成功（2 个失败，6 个被取消）"),
+            "{zh}"
+        );
+        let (_, en, _) = said(&[level(1, 50.0, 100.0, 900.0), broken(2, 3, 0)]);
+        assert!(
+            en.contains("at concurrency 2 all 3 requests failed"),
+            "{en}"
+        );
     }
 }

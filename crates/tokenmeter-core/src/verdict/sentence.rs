@@ -31,9 +31,22 @@ pub enum Sentence {
         gain_pct: f64,
         knee_ttft_p95_ms: Option<f64>,
         next_ttft_p95_ms: Option<f64>,
+        /// p95 E2E at the knee and the next level: said instead of TTFT when it
+        /// was E2E that rose (absent from documents before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        knee_e2e_p95_ms: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_e2e_p95_ms: Option<f64>,
     },
-    /// Every request failed above `knee`: the service's capacity ended there.
-    CollapsedAbove { knee: u32, next: u32, n_fail: u64 },
+    /// No request succeeded above `knee` (`n_fail` failed at `next`, and
+    /// `n_cancelled` were cancelled): the service's capacity ended there.
+    CollapsedAbove {
+        knee: u32,
+        next: u32,
+        n_fail: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        n_cancelled: u64,
+    },
     /// Failures at the level after the knee.
     FailuresAfterKnee { concurrency: u32, n_fail: u64 },
     /// Throughput still grew at the last step.
@@ -133,7 +146,10 @@ struct SentenceWire {
     gain_pct: Option<f64>,
     knee_ttft_p95_ms: Option<f64>,
     next_ttft_p95_ms: Option<f64>,
+    knee_e2e_p95_ms: Option<f64>,
+    next_e2e_p95_ms: Option<f64>,
     n_fail: Option<u64>,
+    n_cancelled: Option<u64>,
     concurrency: Option<u32>,
     prev: Option<u32>,
     last: Option<u32>,
@@ -179,11 +195,14 @@ impl TryFrom<SentenceWire> for Sentence {
                 gain_pct: need(w.gain_pct, k, "gain_pct")?,
                 knee_ttft_p95_ms: w.knee_ttft_p95_ms,
                 next_ttft_p95_ms: w.next_ttft_p95_ms,
+                knee_e2e_p95_ms: w.knee_e2e_p95_ms,
+                next_e2e_p95_ms: w.next_e2e_p95_ms,
             },
             "collapsed_above" => Sentence::CollapsedAbove {
                 knee: need(w.knee, k, "knee")?,
                 next: need(w.next, k, "next")?,
                 n_fail: need(w.n_fail, k, "n_fail")?,
+                n_cancelled: w.n_cancelled.unwrap_or(0),
             },
             "failures_after_knee" => Sentence::FailuresAfterKnee {
                 concurrency: need(w.concurrency, k, "concurrency")?,
@@ -282,21 +301,55 @@ impl Sentence {
                 gain_pct,
                 knee_ttft_p95_ms,
                 next_ttft_p95_ms,
+                knee_e2e_p95_ms,
+                next_e2e_p95_ms,
             } => {
-                let (from, to) = (ms(*knee_ttft_p95_ms), ms(*next_ttft_p95_ms));
-                if zh {
-                    format!("吞吐从并发 {first} 的 {first_tps:.0} tok/s 涨到并发 {knee} 的 {knee_tps:.0} tok/s，但加到并发 {next} 只多了 {gain_pct:.1}%（{next_tps:.0} tok/s），同时 p95 TTFT 从 {from} 升到 {to}：拐点在并发 {knee}。")
+                // The latency that rose (the knee's condition): TTFT, else E2E.
+                let ttft_rose = matches!((knee_ttft_p95_ms, next_ttft_p95_ms), (Some(a), Some(b)) if b > a);
+                let e2e_rose = matches!((knee_e2e_p95_ms, next_e2e_p95_ms), (Some(a), Some(b)) if b > a);
+                let (metric, from, to) = if !ttft_rose && e2e_rose {
+                    ("E2E", ms(*knee_e2e_p95_ms), ms(*next_e2e_p95_ms))
                 } else {
-                    format!("Throughput grows from {first_tps:.0} tok/s at concurrency {first} to {knee_tps:.0} tok/s at {knee}, but going to {next} adds only {gain_pct:.1}% ({next_tps:.0} tok/s) while p95 TTFT rises from {from} to {to}: the knee is at concurrency {knee}.")
+                    ("TTFT", ms(*knee_ttft_p95_ms), ms(*next_ttft_p95_ms))
+                };
+                let step = Step::of(*gain_pct);
+                let change = step.said(*gain_pct, *next_tps, lang);
+                let together = matches!(step, Step::Fell | Step::Flat);
+                if knee == first {
+                    match (zh, together) {
+                        (true, true) => format!("并发 {knee} 时吞吐为 {knee_tps:.0} tok/s，加到并发 {next} {change}，同时 p95 {metric} 从 {from} 升到 {to}：这个服务并不能从同时处理多个请求中获益，拐点就在第一档，并发 {knee}。"),
+                        (true, false) => format!("并发 {knee} 时吞吐为 {knee_tps:.0} tok/s，加到并发 {next} {change}，同时 p95 {metric} 从 {from} 升到 {to}：拐点就在第一档，并发 {knee}。"),
+                        (false, true) => format!("Throughput is {knee_tps:.0} tok/s at concurrency {knee}, and going to {next} {change} while p95 {metric} rises from {from} to {to}: this server does not gain from serving requests together, and the knee is the first level, concurrency {knee}."),
+                        (false, false) => format!("Throughput is {knee_tps:.0} tok/s at concurrency {knee}, and going to {next} {change} while p95 {metric} rises from {from} to {to}: the knee is the first level, concurrency {knee}."),
+                    }
+                } else {
+                    // As the figures are shown (whole tok/s): "grows from 22 to 22" never.
+                    let opening = match (knee_tps.round().total_cmp(&first_tps.round()), zh) {
+                        (std::cmp::Ordering::Greater, true) => format!("吞吐从并发 {first} 的 {first_tps:.0} tok/s 涨到并发 {knee} 的 {knee_tps:.0} tok/s，但"),
+                        (std::cmp::Ordering::Greater, false) => format!("Throughput grows from {first_tps:.0} tok/s at concurrency {first} to {knee_tps:.0} tok/s at {knee}, but"),
+                        (std::cmp::Ordering::Equal, true) => format!("吞吐从并发 {first} 到 {knee} 一直约为 {knee_tps:.0} tok/s，"),
+                        (std::cmp::Ordering::Equal, false) => format!("Throughput stays at about {knee_tps:.0} tok/s from concurrency {first} to {knee}, and"),
+                        (std::cmp::Ordering::Less, true) => format!("吞吐从并发 {first} 的 {first_tps:.0} tok/s 降到并发 {knee} 的 {knee_tps:.0} tok/s，"),
+                        (std::cmp::Ordering::Less, false) => format!("Throughput falls from {first_tps:.0} tok/s at concurrency {first} to {knee_tps:.0} tok/s at {knee}, and"),
+                    };
+                    if zh {
+                        format!("{opening}加到并发 {next} {change}，同时 p95 {metric} 从 {from} 升到 {to}：拐点在并发 {knee}。")
+                    } else {
+                        format!("{opening} going to {next} {change} while p95 {metric} rises from {from} to {to}: the knee is at concurrency {knee}.")
+                    }
                 }
             }
-            Sentence::CollapsedAbove { knee, next, n_fail } => {
-                if zh {
-                    format!("并发 {next} 时 {n_fail} 个请求全部失败：服务的容量在并发 {knee} 处就到头了，拐点在并发 {knee}。请看错误面板了解失败原因。")
-                } else {
-                    format!("Throughput did not level off, it broke: at concurrency {next} all {n_fail} requests failed, so the service's capacity ended at {knee}, the knee. See the errors panel for why.")
-                }
-            }
+            Sentence::CollapsedAbove {
+                knee,
+                next,
+                n_fail,
+                n_cancelled,
+            } => match (zh, *n_cancelled) {
+                (true, 0) => format!("并发 {next} 时 {n_fail} 个请求全部失败：服务的容量在并发 {knee} 处就到头了，拐点在并发 {knee}。请看错误面板了解失败原因。"),
+                (true, c) => format!("并发 {next} 时没有一个请求成功（{n_fail} 个失败，{c} 个被取消）：服务的容量在并发 {knee} 处就到头了，拐点在并发 {knee}。请看错误面板了解失败原因。"),
+                (false, 0) => format!("Throughput did not level off, it broke: at concurrency {next} all {n_fail} requests failed, so the service's capacity ended at {knee}, the knee. See the errors panel for why."),
+                (false, c) => format!("Throughput did not level off, it broke: at concurrency {next} no request succeeded ({n_fail} failed, {c} cancelled), so the service's capacity ended at {knee}, the knee. See the errors panel for why."),
+            },
             Sentence::FailuresAfterKnee {
                 concurrency,
                 n_fail,
@@ -313,13 +366,14 @@ impl Sentence {
                 prev_tps,
                 last_tps,
                 gain_pct,
-            } => {
-                if zh {
-                    format!("到并发 {last} 还没有拐点：从并发 {prev} 到 {last} 吞吐仍增长了 {gain_pct:.1}%（{prev_tps:.0} → {last_tps:.0} tok/s）。请加大并发梯度继续找拐点。")
-                } else {
-                    format!("No knee up to concurrency {last}: throughput still grew {gain_pct:.1}% from {prev} to {last} ({prev_tps:.0} → {last_tps:.0} tok/s). Test higher concurrency to find where it stops growing.")
-                }
-            }
+            } => match (Step::of(*gain_pct), zh) {
+                (Step::Grew, true) => format!("到并发 {last} 还没有拐点：从并发 {prev} 到 {last} 吞吐仍增长了 {gain_pct:.1}%（{prev_tps:.0} → {last_tps:.0} tok/s）。请加大并发梯度继续找拐点。"),
+                (Step::Grew, false) => format!("No knee up to concurrency {last}: throughput still grew {gain_pct:.1}% from {prev} to {last} ({prev_tps:.0} → {last_tps:.0} tok/s). Test higher concurrency to find where it stops growing."),
+                // Throughput did not grow, yet p95 latency did not rise: not the shape
+                // of a server filling up, so no knee is claimed.
+                (step, true) => format!("到并发 {last} 没有找到拐点：从并发 {prev} 到 {last} 吞吐{}（{prev_tps:.0} → {last_tps:.0} tok/s），但 p95 时延没有上升，这不像服务端饱和的样子。请看错误面板，并重复运行几轮看噪声有多大。", if step == Step::Fell { format!("下降了 {:.1}%", -gain_pct) } else { "持平".to_owned() }),
+                (step, false) => format!("No knee up to concurrency {last}: throughput {} from {prev} to {last} ({prev_tps:.0} → {last_tps:.0} tok/s) while p95 latency did not rise, which is not how a server filling up behaves. See the errors panel, and repeat the ladder to see the noise.", if step == Step::Fell { format!("fell {:.1}%", -gain_pct) } else { "stayed flat".to_owned() }),
+            },
             Sentence::OneLevel { concurrency } => {
                 if zh {
                     format!("只测了一档（并发 {concurrency}），找拐点至少需要两档。")
@@ -479,6 +533,47 @@ impl Sentence {
     }
 }
 
+/// Which way throughput went over one step, as it is shown (one decimal of a
+/// percent): a fall is a fall, never "adds only −21.6%".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Grew,
+    Flat,
+    Fell,
+}
+
+impl Step {
+    fn of(gain_pct: f64) -> Step {
+        if gain_pct >= 0.05 {
+            Step::Grew
+        } else if gain_pct > -0.05 {
+            Step::Flat
+        } else {
+            Step::Fell
+        }
+    }
+
+    /// What going to the next level did to throughput, after "going to N".
+    fn said(self, gain_pct: f64, next_tps: f64, lang: Lang) -> String {
+        match (self, lang) {
+            (Step::Grew, Lang::En) => format!("adds only {gain_pct:.1}% ({next_tps:.0} tok/s)"),
+            (Step::Grew, Lang::Zh) => format!("只多了 {gain_pct:.1}%（{next_tps:.0} tok/s）"),
+            (Step::Flat, Lang::En) => format!("leaves it flat ({next_tps:.0} tok/s)"),
+            (Step::Flat, Lang::Zh) => format!("吞吐持平（{next_tps:.0} tok/s）"),
+            (Step::Fell, Lang::En) => {
+                format!("lowers it by {:.1}%, to {next_tps:.0} tok/s,", -gain_pct)
+            }
+            (Step::Fell, Lang::Zh) => {
+                format!("吞吐反而下降了 {:.1}%，降到 {next_tps:.0} tok/s", -gain_pct)
+            }
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// "concurrency 8 and 16" / "并发 8、16".
 fn list(levels: &[u32], lang: Lang) -> String {
     let names: Vec<String> = levels.iter().map(u32::to_string).collect();
@@ -514,11 +609,14 @@ mod tests {
                 gain_pct: 2.3,
                 knee_ttft_p95_ms: Some(310.0),
                 next_ttft_p95_ms: None,
+                knee_e2e_p95_ms: Some(900.0),
+                next_e2e_p95_ms: Some(1900.0),
             },
             Sentence::CollapsedAbove {
                 knee: 4,
                 next: 8,
                 n_fail: 32,
+                n_cancelled: 3,
             },
             Sentence::FailuresAfterKnee {
                 concurrency: 16,
