@@ -8,6 +8,9 @@ import { startSim } from '../lib/sim.mjs';
 import { AppPage } from '../pages/app.mjs';
 import { quantile } from './quantile.mjs';
 
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : '–').padStart(8);
 
 async function runLadder(browser, site, sim, levels, maxTokens, requestsPerLevel) {
@@ -67,10 +70,10 @@ const site = await serveStatic(dist, '/');
 const browser = await launch(['--ignore-certificate-errors']);
 try {
   const plain = await startSim(['--max-batch', '64']);
-  report('HTTP/1.1 (plain http://)', await runLadder(browser, site, plain, [1, 2, 4, 8], 64, 8));
+  report('HTTP/1.1 (plain http://)', await runLadder(browser, site, plain, SMOKE ? [1, 2] : [1, 2, 4, 8], SMOKE ? 8 : 64, SMOKE ? 4 : 8));
   plain.close();
   const tls = await startSim(['--tls', '--max-batch', '64']);
-  report('HTTP/2 (https://, self-signed)', await runLadder(browser, site, tls, [1, 4, 16, 32], 64, 32));
+  report('HTTP/2 (https://, self-signed)', await runLadder(browser, site, tls, SMOKE ? [1, 2] : [1, 4, 16, 32], SMOKE ? 8 : 64, SMOKE ? 4 : 32));
   tls.close();
 } finally {
   await browser.close();

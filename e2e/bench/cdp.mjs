@@ -6,13 +6,14 @@
 // attached; neither does this. (Node 20 needs `--experimental-websocket`.)
 import { spawn } from 'node:child_process';
 import { CHROMIUM_ARGS } from '../lib/browser.mjs';
+import { track } from '../lib/children.mjs';
 
 export async function launchBare(extraArgs = []) {
-  const child = spawn(
+  const child = track(spawn(
     process.env.TOKENMETER_CHROMIUM ?? '/usr/bin/chromium',
     [...CHROMIUM_ARGS, '--remote-debugging-port=0', ...extraArgs, 'about:blank'],
     { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  ));
   const browserWs = await new Promise((resolve, reject) => {
     let err = '';
     const timer = setTimeout(() => reject(new Error(`Chromium did not start: ${err}`)), 30_000);
@@ -162,17 +163,31 @@ async function connect(wsUrl) {
      * or what `reduce` (JavaScript source of a function of the text) makes of it
      * in the page, for exports too large to ship over this socket whole.
      */
-    exportJson(reduce = '(text) => text') {
+    /**
+     * Clicks `export-json` and returns `reduce` of the file's text, taken from the
+     * blob the page links for download (the link's click is caught, so nothing is
+     * saved). The exports are a piece fetched on first use: the file comes later
+     * than the click, so this waits for the link, up to `timeoutMs`.
+     */
+    exportJson(reduce = '(text) => text', timeoutMs = 120_000) {
       return page.evaluate(`(async () => {
-        let blob;
         const create = URL.createObjectURL;
-        URL.createObjectURL = (b) => { blob = b; return create.call(URL, b); };
         const click = HTMLAnchorElement.prototype.click;
-        HTMLAnchorElement.prototype.click = function () {};
-        document.querySelector('[data-testid="export-json"]').click();
-        URL.createObjectURL = create;
-        HTMLAnchorElement.prototype.click = click;
-        return (${reduce})(await blob.text());
+        try {
+          const blob = await new Promise((resolve, reject) => {
+            let made = null;
+            URL.createObjectURL = (b) => { made = b; return create.call(URL, b); };
+            HTMLAnchorElement.prototype.click = function () {
+              if (made) resolve(made);
+            };
+            setTimeout(() => reject(new Error('the export gave no file within ${timeoutMs} ms')), ${timeoutMs});
+            document.querySelector('[data-testid="export-json"]').click();
+          });
+          return (${reduce})(await blob.text());
+        } finally {
+          URL.createObjectURL = create;
+          HTMLAnchorElement.prototype.click = click;
+        }
       })()`);
     },
     /** Polls `expression` every `everyMs` until it is truthy. */

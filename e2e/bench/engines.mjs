@@ -10,6 +10,9 @@ import { selectedEngines, startSession, ENGINES } from '../engines/drivers.mjs';
 import { EnginePage } from '../engines/page.mjs';
 import { quantile } from './quantile.mjs';
 
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '–');
@@ -70,9 +73,9 @@ try {
     const app = new EnginePage(session.driver);
     try {
       const ua = await app.userAgent();
-      const h1 = await ladder(app, plainSite.url, plain, [1, 4, 8], 8, 32);
-      const h2 = await ladder(app, plainSite.url, tls, [1, 16], 16, 32);
-      const iso = await ladder(app, isolatedSite.url, plain, [1], 2, 8);
+      const h1 = await ladder(app, plainSite.url, plain, SMOKE ? [1] : [1, 4, 8], SMOKE ? 2 : 8, SMOKE ? 4 : 32);
+      const h2 = await ladder(app, plainSite.url, tls, SMOKE ? [1] : [1, 16], SMOKE ? 2 : 16, SMOKE ? 4 : 32);
+      const iso = await ladder(app, isolatedSite.url, plain, [1], 2, SMOKE ? 4 : 8);
       columns[name] = { ua, h1, h2, iso };
       console.log(`${ENGINES[name].name}: ${ua}`);
     } finally {

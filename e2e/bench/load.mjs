@@ -16,10 +16,13 @@ import { launchBare } from './cdp.mjs';
 import { quantile } from './quantile.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? 100);
-const WAVES = Number(process.env.TOKENMETER_BENCH_WAVES ?? 4);
-const H2_LEVELS = (process.env.TOKENMETER_BENCH_H2 ?? '1,16,64,128,256').split(',').filter(Boolean).map(Number);
-const H1_LEVELS = (process.env.TOKENMETER_BENCH_H1 ?? '1,2,4,6').split(',').filter(Boolean).map(Number);
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
+const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? (SMOKE ? 8 : 100));
+const WAVES = Number(process.env.TOKENMETER_BENCH_WAVES ?? (SMOKE ? 1 : 4));
+const H2_LEVELS = (process.env.TOKENMETER_BENCH_H2 ?? (SMOKE ? '2' : '1,16,64,128,256')).split(',').filter(Boolean).map(Number);
+const H1_LEVELS = (process.env.TOKENMETER_BENCH_H1 ?? (SMOKE ? '1' : '1,2,4,6')).split(',').filter(Boolean).map(Number);
 
 const f = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '–');
 const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%` : '–');

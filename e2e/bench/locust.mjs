@@ -7,16 +7,20 @@
 // Needs TOKENMETER_LOCUST_PYTHON, TOKENMETER_REPORT_BIN and TOKENMETER_SIM_BIN
 // (set by xtask).
 import { spawn } from 'node:child_process';
+import { track } from '../lib/children.mjs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSim } from '../lib/sim.mjs';
 import { quantile } from './quantile.mjs';
 
-const LEVELS = (process.env.TOKENMETER_BENCH_LOCUST_STREAMS ?? '1,16,64,128').split(',').map(Number);
-const PROCESSES = (process.env.TOKENMETER_BENCH_LOCUST_PROCESSES ?? '1,2').split(',').map(Number);
-const WAVES = 3;
-const MAX_TOKENS = 100;
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
+const LEVELS = (process.env.TOKENMETER_BENCH_LOCUST_STREAMS ?? (SMOKE ? '2' : '1,16,64,128')).split(',').map(Number);
+const PROCESSES = (process.env.TOKENMETER_BENCH_LOCUST_PROCESSES ?? (SMOKE ? '1' : '1,2')).split(',').map(Number);
+const WAVES = SMOKE ? 1 : 3;
+const MAX_TOKENS = SMOKE ? 10 : 100;
 // The server never the limit: every stream decoded at once, 20 ms a step.
 const SIM = ['--max-batch', '1024', '--decode-per-seq-ms', '0'];
 
@@ -25,7 +29,7 @@ const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixe
 
 function run(cmd, args, { cwd, envVars = {} } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...envVars }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = track(spawn(cmd, args, { cwd, env: { ...process.env, ...envVars }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));

@@ -10,9 +10,12 @@ import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
 import { launchBare } from './cdp.mjs';
 
-const N_REQUESTS = Number(process.env.TOKENMETER_BENCH_REQUESTS ?? 10_000);
-const CONCURRENCY = Number(process.env.TOKENMETER_BENCH_CONCURRENCY ?? 64);
-const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? 8);
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
+const N_REQUESTS = Number(process.env.TOKENMETER_BENCH_REQUESTS ?? (SMOKE ? 40 : 10_000));
+const CONCURRENCY = Number(process.env.TOKENMETER_BENCH_CONCURRENCY ?? (SMOKE ? 4 : 64));
+const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? (SMOKE ? 4 : 8));
 
 /** Peak and current resident memory (MiB) of every Chromium renderer process. */
 function renderers() {

@@ -9,7 +9,10 @@ import { gzipSync } from 'node:zlib';
 import { serveStatic } from '../lib/static-server.mjs';
 import { launchBare } from './cdp.mjs';
 
-const LOADS = Number(process.env.TOKENMETER_BENCH_LOADS ?? 7);
+// `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
+// only shows that the benchmark runs to its end.
+const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
+const LOADS = Number(process.env.TOKENMETER_BENCH_LOADS ?? (SMOKE ? 1 : 7));
 const dist = process.env.TOKENMETER_DIST;
 
 // Files the page fetches only when a feature needs them, not on its first load

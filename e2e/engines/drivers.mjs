@@ -4,6 +4,7 @@
 // display). Each driver binary is given explicitly and started here on a loopback
 // port; selenium only talks to it, so nothing is ever downloaded.
 import { spawn } from 'node:child_process';
+import { track } from '../lib/children.mjs';
 import { createServer } from 'node:net';
 import { Builder } from 'selenium-webdriver';
 import { CHROMIUM_ARGS } from '../lib/browser.mjs';
@@ -111,7 +112,7 @@ async function freePort() {
 /** Spawns `command` and resolves once `ready(output)` is true; rejects on exit. */
 function spawnUntil(command, args, options, ready, what) {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = track(spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -165,7 +166,7 @@ export async function startSession(engineName, { insecureCerts = false } = {}) {
   const port = await freePort();
   const xvfb = engine.display ? await startXvfb() : null;
   const env = { ...process.env, ...engine.env, ...(xvfb ? { DISPLAY: xvfb.display } : {}) };
-  const child = spawn(engine.driver(), engine.driverArgs(port), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = track(spawn(engine.driver(), engine.driverArgs(port), { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

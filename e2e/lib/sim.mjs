@@ -3,12 +3,15 @@
 import { spawn } from 'node:child_process';
 import { get } from 'node:https';
 import { env } from './browser.mjs';
+import { track } from './children.mjs';
 
 /** Starts `tokenmeter-sim` with `args`; resolves to `{ baseUrl, truth(), close() }`. */
 export async function startSim(args = []) {
-  const child = spawn(env('TOKENMETER_SIM_BIN'), ['--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = track(
+    spawn(env('TOKENMETER_SIM_BIN'), ['--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   const baseUrl = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`the simulator did not start: ${out}`)), 20_000);

@@ -9,6 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { track } from '../lib/children.mjs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ const TOLERANCE_MS = 50;
 /** Runs `cmd args`; resolves to `{ code, stdout, stderr }` (killed after `timeoutMs`). */
 function run(cmd, args, { envVars = {}, timeoutMs = 180_000, cwd } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...envVars }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = track(spawn(cmd, args, { cwd, env: { ...process.env, ...envVars }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -10,6 +10,7 @@
 
 mod bench;
 mod csp;
+mod procs;
 mod serve;
 mod setup;
 mod split;
@@ -30,6 +31,7 @@ usage: cargo xtask <command>
 ";
 
 fn main() -> ExitCode {
+    procs::end_children_on_signals();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
@@ -50,6 +52,13 @@ fn main() -> ExitCode {
         }
         Some(other) => Err(format!("unknown command `{other}`\n\n{HELP}").into()),
     };
+    // Whatever still runs (a simulator, trunk) ends with xtask, success or not.
+    procs::end_all();
+    if let Some(signum) = procs::signalled() {
+        // The signal thread reports it and exits with its code.
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        return ExitCode::from(128 + signum as u8);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -4,6 +4,7 @@
 use std::process::{Child, Command, Stdio};
 
 use crate::{
+    procs,
     setup::{self, Needs},
     split,
     util::{exec, project_root, step, Result},
@@ -16,6 +17,12 @@ pub const DEFAULT_APP_PORT: u16 = 8080;
 pub fn run(args: &[String]) -> Result<()> {
     let app_port = flag_value(args, "--port")?.unwrap_or(DEFAULT_APP_PORT);
     let sim_port = flag_value(args, "--sim-port")?.unwrap_or(DEFAULT_SIM_PORT);
+    // Before anything starts: a taken port is named, with how to free it.
+    for (port, flag) in [(sim_port, "--sim-port"), (app_port, "--port")] {
+        if let Some(why) = procs::port_taken(port, flag) {
+            return Err(why.into());
+        }
+    }
     let env = setup::ensure(Needs::default())?;
     let _sim = step("build and start the simulator", || {
         Simulator::start(sim_port, &[])
@@ -77,14 +84,24 @@ impl Simulator {
             "-p",
             "tokenmeter-sim",
         ]))?;
-        let child = Command::new(root.join("target/debug/tokenmeter-sim"))
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .spawn()?;
-        let sim = Simulator { child, port };
+        if let Some(why) = procs::port_taken(port, "--sim-port") {
+            return Err(why.into());
+        }
+        let child = procs::spawn(
+            Command::new(root.join("target/debug/tokenmeter-sim"))
+                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                .args(extra_args)
+                .stdin(Stdio::null()),
+        )?;
+        let mut sim = Simulator { child, port };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = sim.child.try_wait() {
+                return Err(format!(
+                    "the simulator exited ({status}) before it listened on port {port}"
+                )
+                .into());
+            }
             if std::time::Instant::now() > deadline {
                 return Err(
                     format!("the simulator did not listen on port {port} within 20 s").into(),
@@ -98,7 +115,6 @@ impl Simulator {
 
 impl Drop for Simulator {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        procs::end(&mut self.child);
     }
 }

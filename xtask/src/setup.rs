@@ -19,7 +19,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::util::{exec, human_secs, probe, project_root, step, which, Error, Result};
+use crate::util::{
+    exec, exec_at_terminal, human_secs, probe, project_root, step, which, Error, Result,
+};
 
 /// trunk 0.22 needs rustc >= 1.96.1, which these machines do not have.
 pub const TRUNK_VERSION: &str = "0.21.14";
@@ -516,10 +518,12 @@ fn apt_install(packages: &[&str], what: &str) -> Result<()> {
             .env("DEBIAN_FRONTEND", "noninteractive");
         cmd
     };
-    exec(&mut sudo(&["apt-get", "update", "-qq"]))?;
+    // Through sudo, it may ask for a password at the terminal.
+    let run = if is_root { exec } else { exec_at_terminal };
+    run(&mut sudo(&["apt-get", "update", "-qq"]))?;
     let mut install = vec!["apt-get", "install", "-y", "-qq"];
     install.extend(&missing);
-    exec(&mut sudo(&install)).map_err(|err| {
+    run(&mut sudo(&install)).map_err(|err| {
         Error(format!(
             "{}: could not install {}; install them yourself and run again",
             err.0,
@@ -530,17 +534,19 @@ fn apt_install(packages: &[&str], what: &str) -> Result<()> {
 
 /// Runs a command, killing it if it has not finished within `limit`. True on success.
 fn run_with_timeout(cmd: &mut Command, limit: Duration) -> bool {
-    let Ok(mut child) = cmd.stdin(Stdio::null()).spawn() else {
+    let Ok(mut child) = crate::procs::spawn(cmd.stdin(Stdio::null())) else {
         return false;
     };
     let deadline = Instant::now() + limit;
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return status.success(),
+            Ok(Some(status)) => {
+                crate::procs::end(&mut child);
+                return status.success();
+            }
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
             _ => {
-                let _ = child.kill();
-                let _ = child.wait();
+                crate::procs::end(&mut child);
                 return false;
             }
         }

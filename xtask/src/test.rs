@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// Where the end-to-end build goes (not `dist/`, which belongs to the user).
-const E2E_DIST: &str = "target/e2e-dist";
+pub const E2E_DIST: &str = "target/e2e-dist";
 /// Where the specs write screenshots for people to look at.
 pub const SCREENSHOTS: &str = "target/screenshots";
 
@@ -83,6 +83,10 @@ pub fn run(args: &[String]) -> Result<()> {
     step("native tests", || {
         exec(cargo().args(["test", "--locked", "--workspace", "--exclude", "tokenmeter"]))
     })?;
+    step(
+        "`cargo xtask serve` ends everything it started on SIGTERM",
+        || serve_ends_its_children_on_sigterm(&root),
+    )?;
     if skip_browser {
         println!("\n--skip-browser: browser layers skipped");
         return Ok(());
@@ -120,16 +124,7 @@ pub fn run(args: &[String]) -> Result<()> {
         },
     )?;
     step("trunk build for the end-to-end specs, split", || {
-        let mut trunk = env.wasm_command("trunk");
-        trunk
-            .current_dir(&root)
-            .args(["build", "--dist", E2E_DIST, "--public-url", "./"])
-            .args(crate::split::TRUNK_FEATURES);
-        exec(&mut trunk)?;
-        // As users get it: the specs load the split build (the engine a piece of its own).
-        crate::split::apply(&root.join(E2E_DIST), crate::split::Profile::Debug)?;
-        // The specs run the page under its Content-Security-Policy, as users get it.
-        crate::csp::apply(&root.join(E2E_DIST))
+        build_e2e_dist(&env, &root)
     })?;
     step("end-to-end specs (Playwright in headless Chromium)", || {
         let mut specs: Vec<_> = fs::read_dir(root.join("e2e/specs"))?
@@ -200,10 +195,113 @@ pub fn run(args: &[String]) -> Result<()> {
             )
         },
     )?;
+    step(
+        "every benchmark in its smallest form (cargo xtask bench NAME --smoke)",
+        || crate::bench::smoke_all(&env, &root, &root.join(E2E_DIST)),
+    )?;
     drop(sim);
     println!(
         "\nall test layers passed in {}; screenshots in {SCREENSHOTS}/",
         human_secs(started.elapsed().as_secs_f64())
+    );
+    Ok(())
+}
+
+/// The page for the end-to-end specs (and the benchmarks' smoke runs): a debug
+/// build, split as users get it (the engine a piece of its own), under its
+/// Content-Security-Policy.
+pub fn build_e2e_dist(env: &setup::Env, root: &std::path::Path) -> Result<()> {
+    let mut trunk = env.wasm_command("trunk");
+    trunk
+        .current_dir(root)
+        .args(["build", "--dist", E2E_DIST, "--public-url", "./"])
+        .args(crate::split::TRUNK_FEATURES);
+    exec(&mut trunk)?;
+    crate::split::apply(&root.join(E2E_DIST), crate::split::Profile::Debug)?;
+    crate::csp::apply(&root.join(E2E_DIST))
+}
+
+/// Starts `cargo xtask serve` (this binary) on free ports, waits until the
+/// simulator answers and trunk runs, ends it with SIGTERM alone (as an IDE's stop
+/// button or a process manager does, not to its group), and checks that every
+/// process it had started is gone and both ports are free again.
+fn serve_ends_its_children_on_sigterm(root: &std::path::Path) -> Result<()> {
+    let (app_port, sim_port) = (free_port()?, free_port()?);
+    let mut serve = crate::procs::spawn(
+        Command::new(std::env::current_exe()?)
+            .current_dir(root)
+            .args(["serve", "--port", &app_port.to_string()])
+            .args(["--sim-port", &sim_port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null()),
+    )?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(180);
+    let started = loop {
+        let children = crate::procs::descendants(serve.id());
+        let sim_up = std::net::TcpStream::connect(("127.0.0.1", sim_port)).is_ok();
+        if sim_up && children.iter().any(|p| p.command.contains("trunk")) {
+            // A moment for trunk to start its own children (cargo, rustc).
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            break crate::procs::descendants(serve.id());
+        }
+        if let Ok(Some(status)) = serve.try_wait() {
+            return Err(format!("`cargo xtask serve` exited ({status}) before trunk ran").into());
+        }
+        if Instant::now() > deadline {
+            crate::procs::end(&mut serve);
+            return Err(
+                "`cargo xtask serve` did not start the simulator and trunk within 180 s".into(),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    exec(Command::new("kill").args(["-TERM", &serve.id().to_string()]))?;
+    let status = serve.wait()?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    let left = loop {
+        let left: Vec<String> = started
+            .iter()
+            .filter(|p| crate::procs::alive(p.pid))
+            .map(|p| format!("pid {} `{}`", p.pid, p.command))
+            .collect();
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    crate::procs::end_group(serve.id());
+    if !left.is_empty() {
+        return Err(format!(
+            "after SIGTERM, `cargo xtask serve` left running: {}",
+            left.join("; ")
+        )
+        .into());
+    }
+    for (port, flag) in [(sim_port, "--sim-port"), (app_port, "--port")] {
+        if let Some(why) = crate::procs::port_taken(port, flag) {
+            return Err(format!("after SIGTERM: {why}").into());
+        }
+    }
+    if status.code() != Some(143) {
+        return Err(
+            format!("`cargo xtask serve` ended by SIGTERM exited {status}, not 143").into(),
+        );
+    }
+    println!(
+        "SIGTERM ended `cargo xtask serve` (exit 143) and the {} processes it had started: {}",
+        started.len(),
+        started
+            .iter()
+            .map(|p| p
+                .command
+                .split_whitespace()
+                .next()
+                .unwrap_or("?")
+                .rsplit('/')
+                .next()
+                .unwrap_or("?"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -45,7 +45,24 @@ pub fn project_root() -> PathBuf {
 }
 
 /// Runs a command to completion, printing it first, and fails on a non-zero exit.
+/// It runs in a process group of its own, ended (with all it started) when it
+/// exits or when xtask ends (see `procs`).
 pub fn exec(cmd: &mut Command) -> Result<()> {
+    println!("$ {}", describe(cmd));
+    let status = crate::procs::spawn(cmd)
+        .and_then(crate::procs::wait)
+        .map_err(|err| format!("could not start `{}`: {err}", describe(cmd)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", describe(cmd)).into())
+    }
+}
+
+/// [`exec`] for a command that may ask at the terminal (sudo's password): it stays
+/// in xtask's process group, the terminal's foreground one (a command in a group of
+/// its own would be stopped when it reads the terminal), and Ctrl+C reaches it.
+pub fn exec_at_terminal(cmd: &mut Command) -> Result<()> {
     println!("$ {}", describe(cmd));
     let status = cmd
         .status()

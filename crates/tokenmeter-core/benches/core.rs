@@ -53,6 +53,11 @@ fn run(body: &[u8], chunks: &[&[u8]]) -> u64 {
 }
 
 fn main() {
+    let seconds = if std::env::var("TOKENMETER_BENCH_SMOKE").as_deref() == Ok("1") {
+        0.005
+    } else {
+        0.5
+    };
     let body = stream();
     let per_event: Vec<&[u8]> = body
         .split_inclusive(|&b| b == b'\n')
@@ -76,11 +81,12 @@ fn main() {
     );
     let mut slowest_ns = 0.0f64;
     for (name, chunks) in &cases {
-        // Warm up, then repeat for about half a second.
+        // Warm up, then repeat for about half a second (a few milliseconds in the
+        // test command's smoke run, `TOKENMETER_BENCH_SMOKE=1`).
         black_box(run(&body, chunks));
         let started = Instant::now();
         let mut repeats = 0u64;
-        while started.elapsed().as_secs_f64() < 0.5 {
+        while started.elapsed().as_secs_f64() < seconds || repeats == 0 {
             black_box(run(&body, chunks));
             repeats += 1;
         }
