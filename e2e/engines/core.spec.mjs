@@ -62,23 +62,28 @@ for (const engine of selectedEngines()) {
       assert.equal(doc.status, 'done');
       assert.match(doc.environment.user_agent, USER_AGENT[engine], 'the document says which engine measured it');
       const truth = new Map((await s.truth()).requests.map((t) => [t.response_id, t]));
+      const deltas = [];
       for (const r of doc.records.filter((r) => !r.warmup)) {
         const t = truth.get(r.response_id);
         assert.ok(t, `the simulator knows ${r.response_id}`);
         assert.equal(r.n_out, t.tokens.length, 'token counts are exact');
         assert.equal(r.n_token_events, t.n_token_events);
-        if (r.concurrency <= 6) {
-          // Below the browser's HTTP/1.1 limit nothing queues in the browser: from
-          // when the request left it (Resource Timing, where the engine shows it),
-          // the page's TTFT is the server's, within a loose bound for a busy
-          // machine. (WebKitGTK's own send takes up to ~100 ms here: its browser
-          // wait, reported as such.)
-          const left = r.browser?.request_start_us ?? r.sent_us;
-          const ttftMs = (r.first_token_us - left) / 1e3;
-          const truthMs = (t.tokens[0].written_us - t.accepted_us) / 1e3;
-          assert.ok(Math.abs(ttftMs - truthMs) < 80, `TTFT after send ${ttftMs} vs truth ${truthMs}`);
-        }
+        // Below the browser's HTTP/1.1 limit nothing queues in the browser: from
+        // when the request left it (Resource Timing, where the engine shows it),
+        // the page's TTFT is the server's.
+        const left = r.browser?.request_start_us ?? r.sent_us;
+        const ttftMs = (r.first_token_us - left) / 1e3;
+        const truthMs = (t.tokens[0].written_us - t.accepted_us) / 1e3;
+        deltas.push(ttftMs - truthMs);
       }
+      // Request by request against the truth: the median within a loose bound for a
+      // busy machine, and none grossly off. (One request may meet a stall of the
+      // shared cores; WebKitGTK shows no send time, and its own send takes up to
+      // ~100 ms here.)
+      deltas.sort((a, b) => a - b);
+      const median = deltas[Math.floor(deltas.length / 2)];
+      assert.ok(Math.abs(median) < 80, `TTFT after send − truth: median ${median} ms of ${deltas.join(', ')}`);
+      assert.ok(deltas.every((d) => Math.abs(d) < 1000), `TTFT after send − truth: ${deltas.join(', ')}`);
     });
 
     test('failures are counted with their kinds', async () => {
