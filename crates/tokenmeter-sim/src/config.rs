@@ -70,6 +70,11 @@ pub struct SimConfig {
     /// Longest generation, whatever max_tokens asks.
     #[arg(long, default_value_t = 4096)]
     pub max_output_tokens: u64,
+    /// Tokens the prompt (prefix) cache holds, in blocks of 16, least recently used
+    /// evicted first: a prompt's leading blocks seen before cost no prefill, and
+    /// `usage.prompt_tokens_details.cached_tokens` says how many (0: no cache).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub prompt_cache_tokens: u64,
     #[command(flatten)]
     pub engine: EngineParams,
 }

@@ -47,6 +47,8 @@ pub struct RequestTruth {
     pub faults: Vec<&'static str>,
     pub status: u16,
     pub prompt_tokens: u64,
+    /// Of those, the ones found in the prompt cache (no prefill for them).
+    pub cached_tokens: u64,
     pub max_tokens: u64,
     pub accepted_us: u64,
     pub admitted_us: Option<u64>,
@@ -81,6 +83,7 @@ impl RequestTruth {
             faults: Vec::new(),
             status: 200,
             prompt_tokens: 0,
+            cached_tokens: 0,
             max_tokens: 0,
             accepted_us,
             admitted_us: None,

@@ -181,11 +181,16 @@ async fn handle(
         ask.max_tokens.min(state.config.max_output_tokens)
     };
     truth.prompt_tokens = estimate_tokens(&ask.prompt);
+    truth.cached_tokens = state
+        .cache
+        .lookup_and_keep(&ask.prompt)
+        .min(truth.prompt_tokens);
     truth.max_tokens = ask.max_tokens;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     if n_tokens > 0 {
         state.engine.submit(Job {
-            prompt_tokens: truth.prompt_tokens,
+            // Only what the cache did not hold is prefilled.
+            prompt_tokens: truth.prompt_tokens - truth.cached_tokens,
             n_tokens,
             tokens: tx,
         });
@@ -399,11 +404,12 @@ impl StreamPlan {
         }
     }
 
-    pub(super) fn usage(&self, n_generated: u64, prompt_tokens: u64) -> Value {
+    pub(super) fn usage(&self, n_generated: u64, prompt_tokens: u64, cached_tokens: u64) -> Value {
         let mut usage = json!({
             "prompt_tokens": prompt_tokens,
             "completion_tokens": n_generated,
             "total_tokens": prompt_tokens + n_generated,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens},
         });
         if self.n_reasoning > 0 {
             usage["completion_tokens_details"] =

@@ -35,6 +35,7 @@ use crate::{
 struct AppState {
     config: SimConfig,
     engine: Engine,
+    cache: crate::cache::PromptCache,
     truth: Arc<TruthStore>,
     next_id: AtomicU64,
     created_unix_s: u64,
@@ -66,6 +67,7 @@ impl SimServer {
         let truth = Arc::new(TruthStore::new(epoch, config.truth_capacity));
         let state = Arc::new(AppState {
             engine: Engine::start(config.engine),
+            cache: crate::cache::PromptCache::new(config.prompt_cache_tokens),
             truth: truth.clone(),
             next_id: AtomicU64::new(0),
             created_unix_s: SystemTime::now()

@@ -240,7 +240,7 @@ impl Writer {
                 "created": self.plan.created,
                 "model": self.plan.model,
                 "choices": [],
-                "usage": self.plan.usage(n_generated, self.truth.prompt_tokens),
+                "usage": self.plan.usage(n_generated, self.truth.prompt_tokens, self.truth.cached_tokens),
             });
             self.push_event(usage_chunk.to_string(), Vec::new());
         }
@@ -249,7 +249,7 @@ impl Writer {
             let late = |delta| self.plan.chunk(delta, None).to_string();
             let more = [
                 self.plan.comment("keep-alive"),
-                self.plan.event(&json!({"id": self.plan.response_id, "choices": [], "usage": self.plan.usage(999, 999)}).to_string()),
+                self.plan.event(&json!({"id": self.plan.response_id, "choices": [], "usage": self.plan.usage(999, 999, 0)}).to_string()),
                 self.plan.event(&late(json!({"content": "多余"}))),
                 self.plan.event("{\"choices\":[{\"delta\":{\"content\":\"坏"),
                 "\n\r\n".to_owned(),
@@ -268,7 +268,8 @@ impl Writer {
         let last = self.truth.tokens.last().map_or(first, |t| t.due_us);
         let admitted = self.truth.admitted_us.unwrap_or(first);
         json!({
-            "prompt_n": self.truth.prompt_tokens,
+            "prompt_n": self.truth.prompt_tokens - self.truth.cached_tokens,
+            "cache_n": self.truth.cached_tokens,
             "prompt_ms": ms(first.saturating_sub(admitted)),
             "predicted_n": n_generated,
             "predicted_ms": ms(last.saturating_sub(first)),

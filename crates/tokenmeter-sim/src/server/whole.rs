@@ -61,7 +61,7 @@ pub(super) async fn whole_response(
         token.written_us = Some(now);
     }
     let n_generated = truth.tokens.len() as u64;
-    let usage = plan.usage(n_generated, truth.prompt_tokens);
+    let usage = plan.usage(n_generated, truth.prompt_tokens, truth.cached_tokens);
     let body = match plan.endpoint {
         Endpoint::Chat => {
             let mut message = json!({"role": "assistant", "content": truth.text});
