@@ -85,7 +85,16 @@ def main(locustfile, fixture_path):
     n_closed = after_end(module, fixture)
     if n_closed is None:
         return 1
-    print("%d streams recorded as the core records them; nothing after the end of %d of them changed a record" % (len(cases), n_closed))
+    headers = json.load(open(fixture_path.replace("stream-cases.json", "unique-headers.json"), encoding="utf-8"))["cases"]
+    for case in headers:
+        have = module.unique_header(case["seed"], case["id"])
+        if have != case["header"]:
+            print("unique_header(%d, %d) is %r, tokenmeter's core says %r" % (case["seed"], case["id"], have, case["header"]))
+            return 1
+    print(
+        "%d streams recorded as the core records them; nothing after the end of %d of them changed a record; %d prompt headers made alike"
+        % (len(cases), n_closed, len(headers))
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ use crate::{
     browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
     live::StallCount,
+    plan::PromptMode,
     record::RequestRecord,
     summary::Summary,
     tagged::{need, WireError},
@@ -113,6 +114,16 @@ pub enum RunCondition {
     /// A level bounded by time sent as many requests as one run may hold
     /// ([`crate::plan::MAX_REQUESTS_PER_RUN`]) and stopped before its time was up.
     RequestCapReached { concurrency: u32, limit: u32 },
+    /// The server answered `n_hits` of the `n_requests` measured requests that
+    /// said how much of their prompt it had cached mostly from its prompt cache
+    /// (see [`prompt_cache`]), `cached_pct` percent of those hits' prompt tokens:
+    /// their TTFT is a cache hit's. `mode` is what the plan sent.
+    PromptCacheHits {
+        mode: PromptMode,
+        n_requests: u64,
+        n_hits: u64,
+        cached_pct: f64,
+    },
 }
 
 /// Why requests got no response (see [`RunCondition::NoResponse`]).
@@ -170,6 +181,9 @@ struct ConditionWire {
     n_workers: Option<u32>,
     hosts: Option<Vec<String>>,
     limit: Option<u32>,
+    mode: Option<PromptMode>,
+    n_hits: Option<u64>,
+    cached_pct: Option<f64>,
 }
 
 /// `cause` is a string in `no_response` and an object in `interrupted`.
@@ -269,6 +283,12 @@ impl TryFrom<ConditionWire> for RunCondition {
             "request_cap_reached" => RunCondition::RequestCapReached {
                 concurrency: need(w.concurrency, k, "concurrency")?,
                 limit: need(w.limit, k, "limit")?,
+            },
+            "prompt_cache_hits" => RunCondition::PromptCacheHits {
+                mode: need(w.mode, k, "mode")?,
+                n_requests: need(w.n_requests, k, "n_requests")?,
+                n_hits: need(w.n_hits, k, "n_hits")?,
+                cached_pct: need(w.cached_pct, k, "cached_pct")?,
             },
             _ => return Err(WireError::UnknownTag { tag: w.kind }),
         })
@@ -450,8 +470,58 @@ impl RunCondition {
                     format!("timer resolution is {resolution_us:.0} µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs")
                 }
             }
+            RunCondition::PromptCacheHits {
+                mode,
+                n_requests,
+                n_hits,
+                cached_pct,
+            } => match (mode, zh) {
+                (PromptMode::Same, true) => format!("{n_requests} 个请求中有 {n_hits} 个由服务端的提示词缓存（prefix cache）作答（其提示 token 的 {cached_pct:.0}% 来自缓存）：每个请求都发送同一个提示词，所以这里的 TTFT 是缓存命中的 TTFT，而不是用户用各自的提示词时感受到的；要测量预填充，请让每个请求发送各自的提示词（计划的默认设置）"),
+                (PromptMode::Same, false) => format!("{n_hits} of {n_requests} requests were answered from the server's prompt cache ({cached_pct:.0}% of their prompt tokens cached): every request sent the same prompt, so their TTFT is a cache hit's, not what users with prompts of their own feel; send each request its own prompt (the plan's default) to measure prefill"),
+                (PromptMode::Unique, true) => format!("{n_requests} 个请求中有 {n_hits} 个大部分由服务端的提示词缓存作答（其提示 token 的 {cached_pct:.0}%），尽管每个请求的提示词都不同：提示词前面有被共享的内容（较长的系统提示词或对话模板），这些请求的 TTFT 比没有共享前缀时低"),
+                (PromptMode::Unique, false) => format!("{n_hits} of {n_requests} requests were answered mostly from the server's prompt cache ({cached_pct:.0}% of their prompt tokens) although each sent a prompt of its own: something in front of the prompt is shared (a long system prompt or chat template), and their TTFT is lower than without it"),
+            },
         }
     }
+}
+
+/// A request counts as answered from the prompt cache when at least this share of
+/// its prompt tokens, and at least [`CACHE_HIT_MIN_TOKENS`], were cached: a chat
+/// template's shared first block (16 tokens in vLLM) is no hit.
+pub const CACHE_HIT_SHARE: f64 = 0.5;
+/// See [`CACHE_HIT_SHARE`].
+pub const CACHE_HIT_MIN_TOKENS: u64 = 32;
+
+/// Measured requests the server answered mostly from its prompt cache, from what
+/// it said of each (`cached_tokens`, or llama.cpp's timings); `None` when none
+/// was, or none said.
+pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCondition> {
+    let reported: Vec<(u64, u64)> = records
+        .iter()
+        .filter(|r| !r.warmup && r.is_ok())
+        .filter_map(|r| {
+            let prompt = r.usage.as_ref()?.prompt_tokens.filter(|&p| p > 0)?;
+            Some((prompt, r.cached_prompt_tokens()?.min(prompt)))
+        })
+        .collect();
+    let hits: Vec<&(u64, u64)> = reported
+        .iter()
+        .filter(|(prompt, cached)| {
+            *cached >= CACHE_HIT_MIN_TOKENS && *cached as f64 >= CACHE_HIT_SHARE * *prompt as f64
+        })
+        .collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let (prompt, cached) = hits.iter().fold((0u64, 0u64), |(p, c), (prompt, cached)| {
+        (p + prompt, c + cached)
+    });
+    Some(RunCondition::PromptCacheHits {
+        mode,
+        n_requests: reported.len() as u64,
+        n_hits: hits.len() as u64,
+        cached_pct: 100.0 * cached as f64 / prompt as f64,
+    })
 }
 
 /// The engine's event loop running this much later than asked, at worst, while
@@ -866,6 +936,12 @@ mod tests {
                 concurrency: 512,
                 limit: 100_000,
             },
+            RunCondition::PromptCacheHits {
+                mode: PromptMode::Same,
+                n_requests: 32,
+                n_hits: 31,
+                cached_pct: 99.6,
+            },
         ];
         let json = serde_json::to_string(&all).unwrap();
         assert_eq!(
@@ -1054,5 +1130,68 @@ mod tests {
         assert_eq!(no_response_from_probes(false, false), Unreachable);
         assert_eq!(no_response_from_probes(true, false), Cors);
         assert_eq!(no_response_from_probes(true, true), CorsPreflight);
+    }
+
+    /// A measured request of `prompt` tokens of which the server said `cached`
+    /// were cached (through usage, or llama.cpp's timings).
+    fn cached(id: u64, prompt: u64, cached: Option<u64>, by_timings: bool) -> RequestRecord {
+        let mut r = crate::chart::tests_support::record(id, 1, 100, 20);
+        let usage = r.usage.get_or_insert_with(Default::default);
+        usage.prompt_tokens = Some(prompt);
+        if by_timings {
+            r.server_timings = Some(crate::stream::ServerTimings {
+                prompt_ms: Some(1.0),
+                prompt_n: cached.map(|c| prompt - c),
+                ..Default::default()
+            });
+        } else {
+            usage.cached_tokens = cached;
+        }
+        r
+    }
+
+    #[test]
+    fn cache_hits_are_said_when_the_server_says_so_and_only_then() {
+        // One prompt for all: the first computed, the rest from the cache.
+        let same: Vec<RequestRecord> = (0..8)
+            .map(|i| cached(i, 818, Some(if i == 0 { 0 } else { 817 }), false))
+            .collect();
+        let c = prompt_cache(PromptMode::Same, &same).unwrap();
+        assert_eq!(
+            c,
+            RunCondition::PromptCacheHits {
+                mode: PromptMode::Same,
+                n_requests: 8,
+                n_hits: 7,
+                cached_pct: 100.0 * 817.0 / 818.0,
+            }
+        );
+        assert!(c.text(Lang::En).starts_with("7 of 8 requests were answered from the server's prompt cache (100% of their prompt tokens cached): every request sent the same prompt"));
+        assert!(c.text(Lang::Zh).contains("每个请求都发送同一个提示词"));
+        // llama.cpp's timings say it as well.
+        let llama: Vec<RequestRecord> = (0..4).map(|i| cached(i, 818, Some(817), true)).collect();
+        assert!(prompt_cache(PromptMode::Same, &llama).is_some());
+        // Unique prompts: a chat template's shared block is no hit; nothing said.
+        let unique: Vec<RequestRecord> = (0..8).map(|i| cached(i, 818, Some(16), false)).collect();
+        assert_eq!(prompt_cache(PromptMode::Unique, &unique), None);
+        let none: Vec<RequestRecord> = (0..8).map(|i| cached(i, 818, Some(0), false)).collect();
+        assert_eq!(prompt_cache(PromptMode::Unique, &none), None);
+        // A server that says nothing of its cache: nothing said either.
+        let silent: Vec<RequestRecord> = (0..8).map(|i| cached(i, 818, None, false)).collect();
+        assert_eq!(prompt_cache(PromptMode::Same, &silent), None);
+        // Short prompts mostly cached: below 32 tokens, no hit worth saying.
+        let short: Vec<RequestRecord> = (0..8).map(|i| cached(i, 20, Some(19), false)).collect();
+        assert_eq!(prompt_cache(PromptMode::Same, &short), None);
+        // Unique prompts behind a long shared system prompt: said, as such.
+        let shared: Vec<RequestRecord> =
+            (0..4).map(|i| cached(i, 2000, Some(1600), false)).collect();
+        let c = prompt_cache(PromptMode::Unique, &shared).unwrap();
+        assert!(
+            c.text(Lang::En)
+                .contains("although each sent a prompt of its own"),
+            "{}",
+            c.text(Lang::En)
+        );
+        assert!(c.text(Lang::Zh).contains("尽管每个请求的提示词都不同"));
     }
 }

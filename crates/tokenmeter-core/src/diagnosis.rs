@@ -580,6 +580,7 @@ mod tests {
                 r.server_timings = prompt_ms.map(|prompt_ms| crate::stream::ServerTimings {
                     prompt_ms: Some(prompt_ms),
                     predicted_ms: Some(180.0),
+                    ..Default::default()
                 });
                 r
             })

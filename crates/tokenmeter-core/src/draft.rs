@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::{
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
-        AuthStyle, LoadMode, Plan, PromptSpec, TargetSpec, MAX_REPEAT,
+        AuthStyle, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_REPEAT,
     },
     stream::EndpointKind,
 };
@@ -40,6 +40,8 @@ pub struct PlanDraft {
     pub base_url: String,
     pub model: String,
     pub prompt: String,
+    /// Whether each request sends a prompt of its own.
+    pub prompt_mode: PromptMode,
     pub max_tokens: String,
     pub timeout_s: String,
     /// Concurrency levels (`1,2,4`); the duration mode uses the first.
@@ -142,6 +144,7 @@ impl Default for PlanDraft {
             base_url: String::new(),
             model: String::new(),
             prompt: String::new(),
+            prompt_mode: PromptMode::Unique,
             max_tokens: String::new(),
             timeout_s: String::new(),
             levels: String::new(),
@@ -186,6 +189,7 @@ impl PlanDraft {
         self.base_url = plan.base_url.clone();
         self.model = plan.model.clone();
         self.prompt = plan.prompt_text();
+        self.prompt_mode = plan.prompt_mode;
         self.prompt_tokens = match plan.prompt {
             PromptSpec::Tokens(n) => n.to_string(),
             PromptSpec::Text(_) => String::new(),
@@ -278,6 +282,7 @@ impl PlanDraft {
             Err(problem) => problems.push(PlanProblem::at(F::BaseUrl, problem)),
         }
         plan.model = self.model.trim().to_owned();
+        plan.prompt_mode = self.prompt_mode;
         plan.endpoint = self.endpoint;
         plan.auth = self.auth;
         plan.include_usage = self.include_usage;

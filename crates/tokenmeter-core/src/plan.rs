@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     search::{self, SloSearch},
-    stream::{BodySpec, EndpointKind},
+    stream::{request_body, BodySpec, EndpointKind},
     tagged::{need, WireError},
 };
 
@@ -90,6 +90,153 @@ pub enum PromptSpec {
     Text(String),
     /// A generated English text of about this many tokens (see [`generated_prompt`]).
     Tokens(u32),
+}
+
+/// What each request sends as its prompt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptMode {
+    /// Every request its own prompt: a short header of its own ([`unique_header`],
+    /// seeded, counted in a generated prompt's length) in front of the plan's
+    /// prompt, so that no request reads another's prompt cache. What a service's
+    /// users send, and what prefill costs them.
+    #[default]
+    Unique,
+    /// Every request the same prompt. A server with a prompt cache (vLLM, SGLang,
+    /// llama.cpp and hosted APIs keep one by default) answers all but the first
+    /// from it: TTFT is then a cache hit's.
+    Same,
+}
+
+impl PromptMode {
+    /// Plans written before the mode existed sent one prompt to every request.
+    fn before_it_existed() -> PromptMode {
+        PromptMode::Same
+    }
+}
+
+/// The words of a [`unique_header`]: sixteen, each one token (with its leading
+/// space) in the GPT, Llama and Qwen vocabularies.
+const HEADER_WORDS: [&str; 16] = [
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "red", "blue",
+    "green", "black", "white", "gold",
+];
+
+/// About how many tokens a [`unique_header`] is: eight words, a full stop and a
+/// line break.
+pub const UNIQUE_HEADER_TOKENS: u32 = 10;
+
+/// The header of request `request_id` of a run with `seed`: eight words chosen by
+/// the nibbles of a mix of the id keyed by the seed. For one seed the mix is a
+/// bijection of the id's low 32 bits, so two requests of a run never share a
+/// header; two seeds, even neighbours, give unrelated headers, so runs do not
+/// share them either; and a run's prompts are reproducible from its seed. It
+/// leads the prompt: the requests differ from their first tokens on, where a
+/// prefix cache would otherwise match.
+pub fn unique_header(seed: u64, request_id: u64) -> String {
+    let (low, high) = (seed as u32, (seed >> 32) as u32);
+    let key_in = mix32(low ^ 0x9e37_79b9) ^ high;
+    let key_out = mix32(high ^ 0x85eb_ca6b);
+    let mut bits = mix32(request_id as u32 ^ key_in) ^ key_out;
+    let mut header = String::with_capacity(48);
+    for i in 0..8 {
+        if i > 0 {
+            header.push(' ');
+        }
+        header.push_str(HEADER_WORDS[(bits & 15) as usize]);
+        bits >>= 4;
+    }
+    header.push_str(".\n");
+    header
+}
+
+/// Chris Wellons' `lowbias32`: each step (xor-shift, multiply by an odd number) is
+/// a bijection on 32 bits, so the whole is.
+fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
+}
+
+/// The body of each request of a plan, made once per run: one text for every
+/// request, or, with unique prompts, one text around each request's own header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bodies {
+    /// The body up to where a request's header goes (the whole body when shared).
+    head: String,
+    tail: String,
+    /// `Some(seed)` when every request has its own header.
+    seed: Option<u64>,
+}
+
+/// Where a request's header goes, while the body is serialised: a text no prompt
+/// holds, written by JSON as `\u0001tm-header\u0001`.
+const HEADER_MARK: &str = "\u{1}tm-header\u{1}";
+const HEADER_MARK_JSON: &str = "\\u0001tm-header\\u0001";
+
+impl Bodies {
+    /// The bodies of `plan`'s requests in a run whose seed is `seed`.
+    pub fn new(plan: &Plan, seed: u64) -> Bodies {
+        let mut spec = plan.body_spec();
+        if plan.prompt_mode == PromptMode::Same {
+            return Bodies {
+                head: request_body(&spec).to_string(),
+                tail: String::new(),
+                seed: None,
+            };
+        }
+        spec.prompt.insert_str(0, HEADER_MARK);
+        let json = request_body(&spec).to_string();
+        let at = json
+            .find(HEADER_MARK_JSON)
+            .expect("the mark is in the body, escaped as serde_json escapes it");
+        Bodies {
+            head: json[..at].to_owned(),
+            tail: json[at + HEADER_MARK_JSON.len()..].to_owned(),
+            seed: Some(seed),
+        }
+    }
+
+    /// One body for every request, as it is (a client's own, or a test's).
+    pub fn fixed(body: String) -> Bodies {
+        Bodies {
+            head: body,
+            tail: String::new(),
+            seed: None,
+        }
+    }
+
+    /// The one body every request sends, when they all send the same.
+    pub fn shared(&self) -> Option<&str> {
+        self.seed.is_none().then_some(self.head.as_str())
+    }
+
+    /// The body of request `request_id`. (The header is plain ASCII words: it
+    /// needs no JSON escaping.)
+    pub fn body(&self, request_id: u64) -> String {
+        match self.seed {
+            None => self.head.clone(),
+            Some(seed) => {
+                let header = unique_header(seed, request_id);
+                let mut body =
+                    String::with_capacity(self.head.len() + header.len() + self.tail.len());
+                body.push_str(&self.head);
+                // `\n` inside a JSON string.
+                body.push_str(&header.replace('\n', "\\n"));
+                body.push_str(&self.tail);
+                body
+            }
+        }
+    }
+
+    /// The text around each request's header, for a client that makes the bodies
+    /// itself (the Locust file): `(head, tail)`, the seed when there is a header.
+    pub fn parts(&self) -> (&str, &str, Option<u64>) {
+        (&self.head, &self.tail, self.seed)
+    }
 }
 
 /// How load is applied.
@@ -217,6 +364,15 @@ pub struct Plan {
     #[serde(default)]
     pub endpoint: EndpointKind,
     pub prompt: PromptSpec,
+    /// Whether each request sends a prompt of its own (absent in plans written
+    /// before it existed, which sent one prompt to every request).
+    #[serde(default = "PromptMode::before_it_existed")]
+    pub prompt_mode: PromptMode,
+    /// What a run's unique prompts are made from: the run's own seed when absent
+    /// (each run then sends prompts no earlier run sent), the one used kept in the
+    /// run document's plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     pub max_tokens: u32,
     #[serde(default)]
     pub temperature: Option<f64>,
@@ -339,6 +495,8 @@ impl Plan {
             model: "tokenmeter-sim".into(),
             endpoint: EndpointKind::Chat,
             prompt: PromptSpec::Text("请用300字介绍大模型推理中的prefill和decode两个阶段".into()),
+            prompt_mode: PromptMode::Unique,
+            seed: None,
             // Short answers keep the default ladder under half a minute on the
             // simulator.
             max_tokens: 64,
@@ -375,12 +533,15 @@ impl Plan {
         format!("{}{}", self.base_url, self.endpoint.path())
     }
 
-    /// The prompt text of request number `index` (generated prompts are the same
-    /// for every request).
+    /// The prompt text of every request, without a unique prompt's header (which
+    /// a generated prompt of N tokens leaves room for).
     pub fn prompt_text(&self) -> String {
-        match &self.prompt {
-            PromptSpec::Text(text) => text.clone(),
-            PromptSpec::Tokens(n) => generated_prompt(*n),
+        match (&self.prompt, self.prompt_mode) {
+            (PromptSpec::Text(text), _) => text.clone(),
+            (PromptSpec::Tokens(n), PromptMode::Same) => generated_prompt(*n),
+            (PromptSpec::Tokens(n), PromptMode::Unique) => {
+                generated_prompt(n.saturating_sub(UNIQUE_HEADER_TOKENS).max(1))
+            }
         }
     }
 
@@ -837,7 +998,11 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
         base_url,
         model: config.model,
         endpoint: EndpointKind::Chat,
+        // The article sends its one prompt to every request; here it is the body
+        // of each request's own prompt, as for any plan.
         prompt: PromptSpec::Text(config.prompt),
+        prompt_mode: PromptMode::Unique,
+        seed: None,
         max_tokens: config.max_tokens,
         temperature: config.temperature,
         include_usage: true,
@@ -1216,5 +1381,94 @@ mod tests {
             .unwrap_err()
             .iter()
             .any(|p| p.contains("error-rate limit")));
+    }
+
+    #[test]
+    fn unique_headers_differ_for_every_request_and_repeat_with_the_seed() {
+        let mut seen = std::collections::HashSet::new();
+        for id in 0..100_000u64 {
+            let header = unique_header(0xdead_beef_1234, id);
+            assert!(seen.insert(header.clone()), "request {id}: {header}");
+        }
+        assert_eq!(unique_header(7, 3), unique_header(7, 3));
+        assert_ne!(unique_header(7, 3), unique_header(8, 3));
+        // Neighbouring seeds (a user's seed 7, then 8) share no header: no run reads
+        // another's cache.
+        let seven: std::collections::HashSet<String> =
+            (0..2_000).map(|id| unique_header(7, id)).collect();
+        assert!((0..2_000).all(|id| !seven.contains(&unique_header(8, id))));
+        let header = unique_header(7, 3);
+        assert_eq!(header.split(' ').count(), 8);
+        assert!(header.ends_with(".\n") && header.is_ascii());
+        // The first words differ for most pairs: two requests share a first word
+        // about once in sixteen, never the whole header.
+        let firsts: std::collections::HashSet<&str> = (0..64u64)
+            .map(|id| unique_header(7, id))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|h| {
+                HEADER_WORDS
+                    .iter()
+                    .find(|w| h.starts_with(*w))
+                    .copied()
+                    .unwrap()
+            })
+            .collect();
+        assert!(firsts.len() >= 12, "{firsts:?}");
+    }
+
+    #[test]
+    fn bodies_put_each_request_s_header_in_front_of_the_prompt() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.prompt = PromptSpec::Text("say \"hi\"\n你好".into());
+        let bodies = Bodies::new(&plan, 42);
+        assert_eq!(bodies.shared(), None);
+        for id in [0, 1, 9_999] {
+            let body: Value = serde_json::from_str(&bodies.body(id)).unwrap();
+            let content = body["messages"][0]["content"].as_str().unwrap();
+            assert_eq!(
+                content,
+                format!("{}say \"hi\"\n你好", unique_header(42, id))
+            );
+            assert_eq!(body["model"], "tokenmeter-sim");
+            assert_eq!(body["stream"], true);
+        }
+        assert_ne!(bodies.body(1), bodies.body(2));
+        // Completions: the header leads `prompt`.
+        plan.endpoint = EndpointKind::Completions;
+        let body: Value = serde_json::from_str(&Bodies::new(&plan, 1).body(5)).unwrap();
+        assert!(body["prompt"]
+            .as_str()
+            .unwrap()
+            .starts_with(&unique_header(1, 5)));
+        // The same prompt for every request: one body, exactly the plan's.
+        plan.prompt_mode = PromptMode::Same;
+        let bodies = Bodies::new(&plan, 42);
+        let expected = request_body(&plan.body_spec()).to_string();
+        assert_eq!(bodies.shared(), Some(expected.as_str()));
+        assert_eq!(bodies.body(3), expected);
+    }
+
+    #[test]
+    fn a_generated_prompt_leaves_room_for_the_header_and_old_plans_sent_one_prompt() {
+        let mut plan = Plan::default_for_simulator("http://x/v1");
+        plan.prompt = PromptSpec::Tokens(800);
+        let unique = plan.prompt_text();
+        plan.prompt_mode = PromptMode::Same;
+        let same = plan.prompt_text();
+        assert_eq!(
+            same.split(' ').count() - unique.split(' ').count(),
+            UNIQUE_HEADER_TOKENS as usize
+        );
+        let mut old = serde_json::to_value(Plan::default_for_simulator("http://x/v1")).unwrap();
+        assert_eq!(old["prompt_mode"], "unique");
+        old.as_object_mut().unwrap().remove("prompt_mode");
+        let old: Plan = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            old.prompt_mode,
+            PromptMode::Same,
+            "written before the mode existed"
+        );
+        assert_eq!(old.seed, None);
     }
 }

@@ -182,6 +182,21 @@ impl RequestRecord {
         Some(self.first_token_us?.saturating_sub(left))
     }
 
+    /// Prompt tokens the server took from its prompt cache, as it reports them:
+    /// `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's `timings`
+    /// (`cache_n`, or the prompt's tokens less those it computed, `prompt_n`).
+    pub fn cached_prompt_tokens(&self) -> Option<u64> {
+        let usage = self.usage.as_ref();
+        let timings = self.server_timings.as_ref();
+        usage
+            .and_then(|u| u.cached_tokens)
+            .or_else(|| timings?.cache_n)
+            .or_else(|| {
+                let computed = timings?.prompt_n?;
+                Some(usage?.prompt_tokens?.saturating_sub(computed))
+            })
+    }
+
     pub fn ttft_us(&self) -> Option<u64> {
         self.first_token_us.map(|t| t.saturating_sub(self.sent_us))
     }

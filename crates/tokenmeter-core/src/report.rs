@@ -261,6 +261,9 @@ impl RunDocument {
         environment
             .conditions
             .extend(condition::timing_hidden(&levels));
+        environment
+            .conditions
+            .extend(condition::prompt_cache(plan.prompt_mode, &records));
         environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,

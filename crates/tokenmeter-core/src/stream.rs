@@ -91,6 +91,10 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// `completion_tokens_details.reasoning_tokens`, when the server splits them out.
     pub reasoning_tokens: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`: prompt tokens the server took from its
+    /// prompt (prefix) cache instead of computing them (OpenAI, vLLM, llama.cpp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 /// What one event of the stream means.
@@ -126,6 +130,13 @@ pub struct Chunk {
 pub struct ServerTimings {
     pub prompt_ms: Option<f64>,
     pub predicted_ms: Option<f64>,
+    /// Prompt tokens the server computed (`prompt_n`): those it did not find in its
+    /// cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_n: Option<u64>,
+    /// Prompt tokens it took from its cache (`cache_n`, newer llama.cpp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u64>,
 }
 
 impl Chunk {
@@ -186,12 +197,20 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens_details: Option<WireUsageDetails>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WirePromptDetails>,
 }
 
 #[derive(Deserialize)]
 struct WireUsageDetails {
     #[serde(default)]
     reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// Interprets the data of one event.
@@ -214,6 +233,7 @@ pub fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
             reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
         }),
         timings: wire.timings.as_ref().and_then(|t| {
             let ms = |key: &str| {
@@ -221,9 +241,12 @@ pub fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
                     .and_then(Value::as_f64)
                     .filter(|v| v.is_finite() && *v >= 0.0)
             };
+            let count = |key: &str| t.get(key).and_then(Value::as_u64);
             let timings = ServerTimings {
                 prompt_ms: ms("prompt_ms"),
                 predicted_ms: ms("predicted_ms"),
+                prompt_n: count("prompt_n"),
+                cache_n: count("cache_n"),
             };
             (timings.prompt_ms.is_some() || timings.predicted_ms.is_some()).then_some(timings)
         }),
@@ -356,7 +379,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: Some(12),
                 completion_tokens: Some(300),
-                reasoning_tokens: Some(40)
+                reasoning_tokens: Some(40),
+                cached_tokens: None,
             })
         );
     }

@@ -116,6 +116,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
                     .and_then(Value::as_u64),
                 completion_tokens: Some(n_out),
                 reasoning_tokens: None,
+                cached_tokens: None,
             }),
             n_out: (n_events > 0).then_some(n_out),
             token_source: TokenSource::Usage,

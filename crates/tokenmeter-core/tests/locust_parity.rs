@@ -5,8 +5,9 @@
 //! test`), so both clients record a stream alike.
 
 use serde_json::Value;
-use tokenmeter_core::record::{
-    RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
+use tokenmeter_core::{
+    plan::unique_header,
+    record::{RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
 };
 
 fn fixture() -> Value {
@@ -142,4 +143,23 @@ fn nothing_after_a_closed_stream_changes_its_record() {
     }
     assert!(n_closed >= 15, "{n_closed} closed streams in the fixture");
     assert!(n_records > 10_000);
+}
+
+/// Each request's own prompt header, as the page makes it: the Locust file makes
+/// the same (`e2e/locust/parity.py` holds it to the same fixture), so a plan sends
+/// the same prompts from the same seed on either.
+#[test]
+fn unique_headers_are_the_fixture_s() {
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/unique-headers.json")).expect("fixture");
+    let cases = fixture["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 6);
+    for case in cases {
+        let (seed, id) = (case["seed"].as_u64().unwrap(), case["id"].as_u64().unwrap());
+        assert_eq!(
+            unique_header(seed, id),
+            case["header"].as_str().unwrap(),
+            "seed {seed}, request {id}"
+        );
+    }
 }

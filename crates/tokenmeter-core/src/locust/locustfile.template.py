@@ -54,6 +54,40 @@ OUT_ENV = "TOKENMETER_OUT"
 
 URL = SETUP["url"]
 BODY = json.dumps(SETUP["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+# Each request its own prompt (the plan's `prompt_mode` "unique"): the page's body
+# text around a header made from the request's id and the run's seed, as
+# tokenmeter's `unique_header` makes it.
+BODIES = SETUP["bodies"]
+HEADER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "red", "blue", "green", "black", "white", "gold"]
+
+
+def _mix32(x):
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    x ^= x >> 16
+    return x
+
+
+def unique_header(seed, request_id):
+    low, high = seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF
+    key_in = _mix32(low ^ 0x9E3779B9) ^ high
+    key_out = _mix32(high ^ 0x85EBCA6B)
+    bits = _mix32((request_id & 0xFFFFFFFF) ^ key_in) ^ key_out
+    words = []
+    for _ in range(8):
+        words.append(HEADER_WORDS[bits & 15])
+        bits >>= 4
+    return " ".join(words) + ".\n"
+
+
+def request_body(seed, request_id):
+    """The body of request `request_id` of a run with `seed`."""
+    if not BODIES["unique"]:
+        return BODY
+    header = unique_header(seed, request_id).replace("\n", "\\n")
+    return (BODIES["head"] + header + BODIES["tail"]).encode("utf-8")
 TIMEOUT_S = float(SETUP["timeout_s"])
 # tokenmeter's limits on one response (see its record module): past them the
 # request fails as response_too_large, what came before kept.
@@ -136,6 +170,11 @@ def _status_kind(status):
     if 500 <= status <= 599:
         return "server_error"
     return "bad_request"
+
+
+def _is_count(value):
+    """A token count as tokenmeter reads one: a whole number from 0 to 2^64 − 1."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 64
 
 
 def _error_message(error):
@@ -361,11 +400,15 @@ class Record:
         usage = wire.get("usage")
         if isinstance(usage, dict):
             details = usage.get("completion_tokens_details")
+            prompt_details = usage.get("prompt_tokens_details")
             self.usage = {
                 "prompt_tokens": usage.get("prompt_tokens"),
                 "completion_tokens": usage.get("completion_tokens"),
                 "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
             }
+            cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+            if _is_count(cached):
+                self.usage["cached_tokens"] = cached
             if self.finish_reason is not None and self.complete_at_us is None:
                 self.complete_at_us = at_us
         if finish_reason is not None:
@@ -378,6 +421,9 @@ class Record:
                 return float(value) if ok and value >= 0 and value == value and value != float("inf") else None
             server = {"prompt_ms": ms("prompt_ms"), "predicted_ms": ms("predicted_ms")}
             if server["prompt_ms"] is not None or server["predicted_ms"] is not None:
+                for key in ("prompt_n", "cache_n"):
+                    if _is_count(timings.get(key)):
+                        server[key] = timings[key]
                 self.server_timings = server
 
     def _sample(self):
@@ -477,9 +523,11 @@ class _TimedOut(Exception):
 _POOL = urllib3.PoolManager(num_pools=4, maxsize=100000, block=False, retries=False)
 
 
-def measure(stage, wanted_us):
-    """Sends one request and reads its stream; returns its record. Never raises
-    for what the endpoint does: every failure is a record with its kind."""
+def measure(stage, wanted_us, request_id):
+    """Sends request `request_id` of the run and reads its stream; returns its
+    record. Never raises for what the endpoint does: every failure is a record
+    with its kind."""
+    body = request_body(stage["seed"], request_id)
     record = Record(stage, wanted_us, now_us())
     response = None
     end, message = "complete", ""
@@ -488,7 +536,7 @@ def measure(stage, wanted_us):
             response = _POOL.urlopen(
                 "POST",
                 URL,
-                body=BODY,
+                body=body,
                 headers=_headers(),
                 preload_content=False,
                 redirect=True,
@@ -550,6 +598,7 @@ class Lanes:
         self.remaining = 0
         self.deadline_us = None
         self.next_lane = 0
+        self.next_id = 0
         self.in_flight = 0
         self.done_sent = True
         self.records = []
@@ -560,6 +609,9 @@ class Lanes:
         self.remaining = stage.get("budget")
         self.deadline_us = now_us() + int(stage["seconds"] * 1e6) if stage.get("seconds") is not None else None
         self.next_lane = 0
+        # This process's share of the run's request ids (the master hands out
+        # ranges): each request's prompt is made from its id.
+        self.next_id = stage["id_base"]
         self.in_flight = 0
         self.done_sent = False
         changed, self.changed = self.changed, Event()
@@ -611,11 +663,14 @@ class Lanes:
 LANES = Lanes()
 
 
-def _run_one(wanted_us):
+def _run_one(wanted_us, request_id=None):
     stage = LANES.stage
+    if request_id is None:
+        request_id = LANES.next_id
+        LANES.next_id += 1
     LANES.in_flight += 1
     try:
-        record = measure(stage, wanted_us)
+        record = measure(stage, wanted_us, request_id)
         LANES.add(record)
         events.request.fire(
             request_type="POST",
@@ -637,12 +692,11 @@ def _arrivals(lane):
     n_lanes = arrivals["lanes"]
     rate = arrivals["rate_rps"]
     n = arrivals["n_requests"]
-    my_n = len(range(lane, n, n_lanes))
     rng = random.Random(arrivals["seed"] * 1000003 + lane)
     start_us = now_us()
     at_s = lane / rate if not arrivals["poisson"] else 0.0
     greenlets = []
-    for _ in range(my_n):
+    for m in range(lane, n, n_lanes):
         if arrivals["poisson"]:
             at_s += rng.expovariate(rate / n_lanes)
         wanted_us = start_us + int(at_s * 1e6)
@@ -650,7 +704,8 @@ def _arrivals(lane):
         if delay > 0:
             gevent.sleep(delay)
         LANES.remaining -= 1
-        greenlets.append(gevent.spawn(_run_one, wanted_us))
+        # Arrival m of the stage is request id_base + m, whichever worker sends it.
+        greenlets.append(gevent.spawn(_run_one, wanted_us, LANES.stage["id_base"] + m))
         if not arrivals["poisson"]:
             at_s += n_lanes / rate
     gevent.joinall(greenlets)
@@ -730,11 +785,14 @@ class Coordinator:
         n_workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
         if not _key():
             sys.stderr.write("tokenmeter: %s is not set: requests go without a key\n" % KEY_ENV)
+        # The run's seed, for every worker: the plan's, else one of the run's own
+        # (written in the run line's plan), so no run resends another's prompts.
+        seed = BODIES["seed"] if BODIES["seed"] is not None else random.getrandbits(53)
         self.write(
             {
                 "tokenmeter_locust": FORMAT,
                 "kind": "run",
-                "plan": SETUP["plan"],
+                "plan": dict(SETUP["plan"], seed=seed),
                 "generated_by": SETUP["generated_by"],
                 "locust": locust.__version__,
                 "python": sys.version.split()[0],
@@ -743,6 +801,9 @@ class Coordinator:
                 "started_wall_us": time.time_ns() // 1000,
             }
         )
+        # Request ids as the page numbers them: the warm-ups first, then each
+        # level's requests; each worker gets a range of its own.
+        next_id = 0
         for stage in SETUP["stages"]:
             arrivals = stage.get("arrivals")
             users = n_workers if arrivals else stage.get("users", stage["concurrency"])
@@ -759,17 +820,28 @@ class Coordinator:
             first_lane = 0
             started_wall_us = time.time_ns() // 1000
             self.pending = set(counts)
+            stage_base = next_id
             for cid, n in counts.items():
-                message = dict(stage, users=n, budget=budgets[cid], client_id=cid)
+                message = dict(stage, users=n, budget=budgets[cid], client_id=cid, seed=seed)
                 if arrivals:
                     message["arrivals"] = dict(arrivals, first_lane=first_lane, lanes=total)
                     message["budget"] = len(
                         [m for lane in range(first_lane, first_lane + n) for m in range(lane, arrivals["n_requests"], total)]
                     )
+                    message["id_base"] = stage_base
+                elif stage.get("seconds") is not None:
+                    # A stage bounded by time: a range no worker can exhaust.
+                    message["id_base"] = next_id
+                    next_id += 1 << 20
+                else:
+                    message["id_base"] = next_id
+                    next_id += budgets[cid]
                 first_lane += n
                 runner.send_message("tm_stage", message, client_id=cid) if cid is not None else runner.send_message(
                     "tm_stage", message
                 )
+            if arrivals:
+                next_id = stage_base + arrivals["n_requests"]
             while self.pending:
                 gevent.sleep(0.02)
                 if isinstance(runner, MasterRunner):

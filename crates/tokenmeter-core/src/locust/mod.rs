@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::{
     condition::RunCondition,
     error::RequestError,
-    plan::{AuthStyle, LoadMode, Plan},
+    plan::{AuthStyle, Bodies, LoadMode, Plan},
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
     stream::{request_body, ServerTimings, Usage},
@@ -86,6 +86,11 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
         ));
     }
     let stages = stages(plan)?;
+    // The bodies as the page makes them: the text around each request's header
+    // (`unique`), or one body for all. The seed is chosen when the file runs (on
+    // the master) unless the plan has one.
+    let bodies = Bodies::new(plan, plan.seed.unwrap_or(0));
+    let (head, tail, unique) = bodies.parts();
     let setup = json!({
         "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
         "url": plan.endpoint_url(),
@@ -96,6 +101,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
             AuthStyle::ApiKeyHeader => "api_key_header",
         },
         "body": request_body(&plan.body_spec()),
+        "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed},
         "timeout_s": plan.timeout_s,
         "stages": stages,
         "plan": plan,

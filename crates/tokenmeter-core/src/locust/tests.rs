@@ -362,3 +362,29 @@ fn a_template_from_another_build_is_refused() {
     assert!(why.contains("from another build"), "{why}");
     assert!(locustfile_from(TEMPLATE, &plan()).is_ok());
 }
+
+#[test]
+fn the_file_makes_each_request_s_body_as_the_page_does() {
+    let mut plan = plan();
+    plan.seed = Some(77);
+    let setup = embedded_setup(&locustfile(&plan).unwrap());
+    let bodies = &setup["bodies"];
+    assert_eq!(bodies["unique"], true);
+    assert_eq!(bodies["seed"], 77);
+    // What the file does: head + the header (its line break escaped) + tail.
+    let page = Bodies::new(&plan, 77);
+    for id in [0u64, 1, 41, 100_000] {
+        let header = crate::plan::unique_header(77, id).replace('\n', "\\n");
+        let made = format!(
+            "{}{header}{}",
+            bodies["head"].as_str().unwrap(),
+            bodies["tail"].as_str().unwrap()
+        );
+        assert_eq!(made, page.body(id), "request {id}");
+    }
+    // The same prompt for all: no header, the one body.
+    plan.prompt_mode = crate::plan::PromptMode::Same;
+    let setup = embedded_setup(&locustfile(&plan).unwrap());
+    assert_eq!(setup["bodies"]["unique"], false);
+    assert_eq!(setup["body"], request_body(&plan.body_spec()));
+}
