@@ -13,6 +13,7 @@ use tokenmeter::engine::{
 };
 use tokenmeter_core::{
     error::ErrorKind,
+    plan::Bodies,
     record::{RecordOptions, RequestStart},
 };
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
@@ -35,14 +36,16 @@ fn target(max_tokens: u32, fault: Option<&str>, timeout_ms: f64) -> Target {
     }
     Target::new(
         format!("{}/chat/completions", sim_url()),
-        &serde_json::json!({
-            "model": "tokenmeter-sim",
-            "messages": [{"role": "user", "content": "你好"}],
-            "max_tokens": max_tokens,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        })
-        .to_string(),
+        Bodies::fixed(
+            serde_json::json!({
+                "model": "tokenmeter-sim",
+                "messages": [{"role": "user", "content": "你好"}],
+                "max_tokens": max_tokens,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            })
+            .to_string(),
+        ),
         headers,
         Vec::new(),
         timeout_ms,

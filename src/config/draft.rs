@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     draft::{LoadKind, PlanDraft, PlanProblem, TargetDraft},
-    plan::{AbOrder, AuthStyle, Plan},
+    plan::{AbOrder, AuthStyle, Plan, PromptMode},
     stream::EndpointKind,
 };
 
@@ -53,6 +53,7 @@ pub struct DraftSignals {
     pub base_url: RwSignal<String>,
     pub model: RwSignal<String>,
     pub prompt: RwSignal<String>,
+    pub prompt_mode: RwSignal<PromptMode>,
     pub max_tokens: RwSignal<String>,
     pub timeout_s: RwSignal<String>,
     pub levels: RwSignal<String>,
@@ -88,6 +89,7 @@ impl DraftSignals {
             base_url: RwSignal::default(),
             model: RwSignal::default(),
             prompt: RwSignal::default(),
+            prompt_mode: RwSignal::default(),
             max_tokens: RwSignal::default(),
             timeout_s: RwSignal::default(),
             levels: RwSignal::default(),
@@ -123,6 +125,7 @@ impl DraftSignals {
             base_url: self.base_url.get_untracked(),
             model: self.model.get_untracked(),
             prompt: self.prompt.get_untracked(),
+            prompt_mode: self.prompt_mode.get_untracked(),
             max_tokens: self.max_tokens.get_untracked(),
             timeout_s: self.timeout_s.get_untracked(),
             levels: self.levels.get_untracked(),
@@ -167,6 +170,7 @@ impl DraftSignals {
             base_url,
             model,
             prompt,
+            prompt_mode,
             max_tokens,
             timeout_s,
             levels,
@@ -195,6 +199,7 @@ impl DraftSignals {
         self.base_url.set(base_url);
         self.model.set(model);
         self.prompt.set(prompt);
+        self.prompt_mode.set(prompt_mode);
         self.max_tokens.set(max_tokens);
         self.timeout_s.set(timeout_s);
         self.levels.set(levels);

@@ -24,14 +24,32 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     browser::{self, Engine, HTTP1_CONNECTIONS_PER_HOST},
     draft::PlanDraft,
-    plan::{import_config, is_mixed_content, normalize_base_url, parse_levels, Plan},
+    plan::{import_config, is_mixed_content, normalize_base_url, parse_levels, Plan, PromptMode},
 };
 
 use self::{
     advanced::AdvancedFields, draft::DraftSignals, import::ImportConfig, key::KeyField,
     locust::LocustExport, model::ModelField, share::ShareLink, targets::Targets,
 };
-use crate::{run::RunController, widgets::Field, widgets::TextArea};
+use crate::{
+    run::RunController,
+    widgets::{Field, Select, TextArea},
+};
+
+/// What each request sends, with the codes scripts select by (`data-testid`
+/// interface: `prompt-mode`).
+const PROMPT_MODES: &[(PromptMode, &str, &str)] = &[
+    (
+        PromptMode::Unique,
+        "unique",
+        "each request its own (a short header of its own in front)",
+    ),
+    (
+        PromptMode::Same,
+        "same",
+        "the same for every request (measures a cache hit)",
+    ),
+];
 
 #[component]
 pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
@@ -90,6 +108,12 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             <ModelField draft=draft key=key_state base=base running=running/>
             <Targets draft=draft running=running/>
             <TextArea label="Prompt" testid="prompt" value=draft.prompt disabled=running/>
+            <Select label="Prompts" testid="prompt-mode" value=draft.prompt_mode options=PROMPT_MODES disabled=running/>
+            <Show when=move || draft.prompt_mode.get() == PromptMode::Same>
+                <p class="callout warn" data-testid="prompt-mode-warning">
+                    "Every request sends the same prompt: a server with a prompt cache (vLLM, SGLang, llama.cpp and hosted APIs keep one by default) answers all but the first from it, so TTFT measures a cache hit, not the prefill your users' own prompts pay."
+                </p>
+            </Show>
             <div class="field-row">
                 <Field label="max_tokens" testid="max-tokens" value=draft.max_tokens kind="number" disabled=running/>
                 <Field label="Timeout (s)" testid="timeout" value=draft.timeout_s kind="number" disabled=running/>

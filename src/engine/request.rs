@@ -15,8 +15,9 @@ use futures_channel::oneshot;
 use futures_util::future::{select, Either};
 use gloo_timers::callback::Timeout;
 use js_sys::Uint8Array;
-use tokenmeter_core::record::{
-    BrowserTiming, RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd,
+use tokenmeter_core::{
+    plan::Bodies,
+    record::{BrowserTiming, RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
 };
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -39,8 +40,10 @@ pub struct Target {
     /// What must never appear in a record (the key): redacted from error text.
     pub secrets: Vec<String>,
     pub timeout_ms: f64,
-    /// The JSON body, as one JavaScript string for every request.
-    body: JsValue,
+    /// The JSON bodies: each request's own (its prompt's header), or one for all.
+    bodies: Bodies,
+    /// The one body, as a JavaScript string made once, when every request sends it.
+    shared_body: Option<JsValue>,
     /// `headers` as one `Headers` (fetch copies it), or why one cannot be made.
     js_headers: Result<Headers, String>,
 }
@@ -48,7 +51,7 @@ pub struct Target {
 impl Target {
     pub fn new(
         url: String,
-        body: &str,
+        bodies: Bodies,
         headers: Vec<(String, String)>,
         secrets: Vec<String>,
         timeout_ms: f64,
@@ -71,8 +74,18 @@ impl Target {
             headers,
             secrets,
             timeout_ms,
-            body: JsValue::from_str(body),
+            shared_body: bodies.shared().map(JsValue::from_str),
+            bodies,
             js_headers,
+        }
+    }
+
+    /// The body of request `request_id`: made (and encoded for JavaScript) once
+    /// per request when it has its own prompt, never per chunk.
+    fn body(&self, request_id: u64) -> JsValue {
+        match &self.shared_body {
+            Some(body) => body.clone(),
+            None => JsValue::from_str(&self.bodies.body(request_id)),
         }
     }
 }
@@ -138,7 +151,7 @@ pub async fn send(
     };
     let init = RequestInit::new();
     init.set_method("POST");
-    init.set_body(&target.body);
+    init.set_body(&target.body(start.id));
     init.set_signal(Some(&controller.signal()));
     init.set_headers(headers);
     let request = fetch(&target.url, &init);

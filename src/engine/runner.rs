@@ -9,11 +9,10 @@ use std::{rc::Rc, time::Duration};
 use tokenmeter_core::{
     condition::RunCondition,
     error::ErrorKind,
-    plan::{arrival_offsets_ms, AbOrder, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
+    plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
     search::{self, SloSearch},
-    stream::request_body,
 };
 
 use super::{
@@ -45,11 +44,12 @@ pub struct RunInput {
     pub visibility: Rc<Visibility>,
 }
 
-/// The request every request of the run sends.
-pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
+/// Where and how every request of the run is sent; `seed` makes each request's
+/// own prompt (see [`Bodies`]).
+pub fn target(plan: &Plan, api_key: Option<&str>, seed: u64) -> Target {
     Target::new(
         plan.endpoint_url(),
-        &request_body(&plan.body_spec()).to_string(),
+        Bodies::new(plan, seed),
         plan.request_headers(api_key),
         api_key
             .map(str::trim)
@@ -59,6 +59,12 @@ pub fn target(plan: &Plan, api_key: Option<&str>) -> Target {
             .collect(),
         plan.timeout_s * 1e3,
     )
+}
+
+/// A seed no earlier run used, from the browser's random numbers: 53 bits, so
+/// that scripts reading the run document in JavaScript read it exactly.
+fn fresh_seed() -> u64 {
+    (js_sys::Math::random() * (1u64 << 53) as f64) as u64
 }
 
 /// Target `index`'s key: its own slot's, or else, for a target on the same origin
@@ -129,11 +135,14 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         post(FromWorker::Failed { problems });
         return;
     }
-    let plan = input.plan;
+    let mut plan = input.plan;
+    // The run's prompts come from the plan's seed, or from one of its own (kept in
+    // the document's plan), so that no run resends an earlier run's prompts.
+    let seed = *plan.seed.get_or_insert_with(fresh_seed);
     let targets: Vec<Target> = (0..plan.n_targets())
         .map(|i| {
             let key = target_key(&plan, &input.api_key, &input.target_keys, i);
-            target(&plan.for_target(i), key)
+            target(&plan.for_target(i), key, seed)
         })
         .collect();
     let options = RecordOptions::default();
