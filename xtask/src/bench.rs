@@ -23,10 +23,11 @@ use crate::{
 const BENCH_DIST: &str = "target/bench-dist";
 
 /// Every benchmark, and a line of the table it prints (what the smoke run looks for).
-const BENCHES: [(&str, &str); 7] = [
+const BENCHES: [(&str, &str); 8] = [
     ("core", "ns per event"),
     ("sim", "events/s"),
     ("accuracy", "Per engine"),
+    ("cache", "| streams | prompts |"),
     ("load", "ΔTTFT p50"),
     ("memory", "peak in the page"),
     ("size", "cold loads from loopback"),
