@@ -172,15 +172,7 @@ fn release_builds(env: &Env, root: &Path, name: &str) -> Result<Builds> {
         crate::csp::apply(&dist)?;
     }
     if name != "core" {
-        exec(Command::new("cargo").current_dir(root).args([
-            "build",
-            "--locked",
-            "--release",
-            "-p",
-            "tokenmeter-sim",
-            "-p",
-            "tokenmeter-report",
-        ]))?;
+        build_binaries(root, "release")?;
     }
     Ok(Builds {
         dist,
@@ -190,19 +182,26 @@ fn release_builds(env: &Env, root: &Path, name: &str) -> Result<Builds> {
     })
 }
 
+/// The simulator and the report in `profile` (`release` or `dev`).
+fn build_binaries(root: &Path, profile: &str) -> Result<()> {
+    exec(Command::new("cargo").current_dir(root).args([
+        "build",
+        "--locked",
+        "--profile",
+        profile,
+        "-p",
+        "tokenmeter-sim",
+        "-p",
+        "tokenmeter-report",
+    ]))
+}
+
 /// The test command's builds: the split debug page and debug binaries.
 fn debug_builds(env: &Env, root: &Path, name: &str) -> Result<Builds> {
     if !matches!(name, "core" | "sim" | "locust") {
         crate::test::build_e2e_dist(env, root)?;
     }
-    exec(Command::new("cargo").current_dir(root).args([
-        "build",
-        "--locked",
-        "-p",
-        "tokenmeter-sim",
-        "-p",
-        "tokenmeter-report",
-    ]))?;
+    build_binaries(root, "dev")?;
     Ok(Builds {
         dist: root.join(crate::test::E2E_DIST),
         sim_bin: root.join("target/debug/tokenmeter-sim"),
