@@ -57,3 +57,29 @@ test('the same prompt for every request is a cache hit, and the page says so', a
   assert.match(await app.byTestId('environment-notes').textContent(), /提示词缓存/);
   await page.close();
 });
+
+test("a shared prefix on purpose is found for every request after its group's first", async () => {
+  const { page, app } = await run({ levels: '1', 'requests-per-level': 6, warmup: 0 });
+  await app.byTestId('prompt-mode').selectOption('shared_prefix');
+  await app.fillPlan({ 'prefix-tokens': 320, 'prefix-groups': 2 });
+  await app.run();
+  await app.waitForStatus('done');
+  const doc = await app.exportJson();
+  assert.equal(doc.plan.prompt_mode, 'shared_prefix');
+  assert.equal(doc.plan.prefix_tokens, 320);
+  assert.equal(doc.plan.prefix_groups, 2);
+  // Requests 0 and 1 open groups 0 and 1; the others find their group's prefix.
+  const byId = [...doc.records].sort((a, b) => a.id - b.id);
+  assert.deepEqual(byId.slice(0, 2).map((r) => r.usage.cached_tokens), [0, 0]);
+  for (const r of byId.slice(2)) {
+    assert.ok(r.usage.cached_tokens >= 0.9 * 320, `request ${r.id}: ${r.usage.cached_tokens} cached`);
+    assert.ok(r.usage.cached_tokens < r.usage.prompt_tokens, 'its own header and prompt are not');
+  }
+  const truth = new Map((await suite.sim.truth()).requests.map((t) => [t.response_id, t]));
+  for (const r of byId) assert.equal(truth.get(r.response_id).cached_tokens, r.usage.cached_tokens);
+  const [hits] = doc.environment.conditions.filter((c) => c.kind === 'prompt_cache_hits');
+  assert.equal(hits.mode, 'shared_prefix');
+  assert.equal(hits.n_hits, 4);
+  assert.match(await app.byTestId('environment-notes').textContent(), /shared prefix served from the server's prompt cache/);
+  await page.close();
+});

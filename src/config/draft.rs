@@ -54,6 +54,8 @@ pub struct DraftSignals {
     pub model: RwSignal<String>,
     pub prompt: RwSignal<String>,
     pub prompt_mode: RwSignal<PromptMode>,
+    pub prefix_tokens: RwSignal<String>,
+    pub prefix_groups: RwSignal<String>,
     pub max_tokens: RwSignal<String>,
     pub timeout_s: RwSignal<String>,
     pub levels: RwSignal<String>,
@@ -90,6 +92,8 @@ impl DraftSignals {
             model: RwSignal::default(),
             prompt: RwSignal::default(),
             prompt_mode: RwSignal::default(),
+            prefix_tokens: RwSignal::default(),
+            prefix_groups: RwSignal::default(),
             max_tokens: RwSignal::default(),
             timeout_s: RwSignal::default(),
             levels: RwSignal::default(),
@@ -126,6 +130,8 @@ impl DraftSignals {
             model: self.model.get_untracked(),
             prompt: self.prompt.get_untracked(),
             prompt_mode: self.prompt_mode.get_untracked(),
+            prefix_tokens: self.prefix_tokens.get_untracked(),
+            prefix_groups: self.prefix_groups.get_untracked(),
             max_tokens: self.max_tokens.get_untracked(),
             timeout_s: self.timeout_s.get_untracked(),
             levels: self.levels.get_untracked(),
@@ -171,6 +177,8 @@ impl DraftSignals {
             model,
             prompt,
             prompt_mode,
+            prefix_tokens,
+            prefix_groups,
             max_tokens,
             timeout_s,
             levels,
@@ -200,6 +208,8 @@ impl DraftSignals {
         self.model.set(model);
         self.prompt.set(prompt);
         self.prompt_mode.set(prompt_mode);
+        self.prefix_tokens.set(prefix_tokens);
+        self.prefix_groups.set(prefix_groups);
         self.max_tokens.set(max_tokens);
         self.timeout_s.set(timeout_s);
         self.levels.set(levels);

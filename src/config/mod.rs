@@ -45,6 +45,11 @@ const PROMPT_MODES: &[(PromptMode, &str, &str)] = &[
         "each request its own (a short header of its own in front)",
     ),
     (
+        PromptMode::SharedPrefix,
+        "shared_prefix",
+        "a shared prefix, then each request's own (measures what a cached prefix buys)",
+    ),
+    (
         PromptMode::Same,
         "same",
         "the same for every request (measures a cache hit)",
@@ -109,6 +114,19 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             <Targets draft=draft running=running/>
             <TextArea label="Prompt" testid="prompt" value=draft.prompt disabled=running/>
             <Select label="Prompts" testid="prompt-mode" value=draft.prompt_mode options=PROMPT_MODES disabled=running/>
+            <Show when=move || draft.prompt_mode.get() == PromptMode::SharedPrefix>
+                <div class="field-row">
+                    <Field label="Shared prefix (tokens)" testid="prefix-tokens" value=draft.prefix_tokens kind="number" disabled=running/>
+                    <Field
+                        label="Prefix groups"
+                        testid="prefix-groups"
+                        value=draft.prefix_groups
+                        kind="number"
+                        disabled=running
+                        hint="Request n shares its group's prefix (n mod groups); 1: all share one."
+                    />
+                </div>
+            </Show>
             <Show when=move || draft.prompt_mode.get() == PromptMode::Same>
                 <p class="callout warn" data-testid="prompt-mode-warning">
                     "Every request sends the same prompt: a server with a prompt cache (vLLM, SGLang, llama.cpp and hosted APIs keep one by default) answers all but the first from it, so TTFT measures a cache hit, not the prefill your users' own prompts pay."

@@ -480,6 +480,8 @@ impl RunCondition {
                 (PromptMode::Same, false) => format!("{n_hits} of {n_requests} requests were answered from the server's prompt cache ({cached_pct:.0}% of their prompt tokens cached): every request sent the same prompt, so their TTFT is a cache hit's, not what users with prompts of their own feel; send each request its own prompt (the plan's default) to measure prefill"),
                 (PromptMode::Unique, true) => format!("{n_requests} 个请求中有 {n_hits} 个大部分由服务端的提示词缓存作答（其提示 token 的 {cached_pct:.0}%），尽管每个请求的提示词都不同：提示词前面有被共享的内容（较长的系统提示词或对话模板），这些请求的 TTFT 比没有共享前缀时低"),
                 (PromptMode::Unique, false) => format!("{n_hits} of {n_requests} requests were answered mostly from the server's prompt cache ({cached_pct:.0}% of their prompt tokens) although each sent a prompt of its own: something in front of the prompt is shared (a long system prompt or chat template), and their TTFT is lower than without it"),
+                (PromptMode::SharedPrefix, true) => format!("{n_requests} 个请求中有 {n_hits} 个的共享前缀由服务端的提示词缓存作答（其提示 token 的 {cached_pct:.0}%），正如计划所要求：它们的 TTFT 是缓存了这段前缀后的 TTFT"),
+                (PromptMode::SharedPrefix, false) => format!("{n_hits} of {n_requests} requests had their shared prefix served from the server's prompt cache ({cached_pct:.0}% of their prompt tokens), as the plan asked: their TTFT is what a cached prefix of that length gives"),
             },
         }
     }
@@ -494,8 +496,14 @@ pub const CACHE_HIT_MIN_TOKENS: u64 = 32;
 
 /// Measured requests the server answered mostly from its prompt cache, from what
 /// it said of each (`cached_tokens`, or llama.cpp's timings); `None` when none
-/// was, or none said.
+/// was, or none said. With a shared prefix, where the plan asks for the cache,
+/// any request with [`CACHE_HIT_MIN_TOKENS`] cached counts: the note then says
+/// how much the prefix was served from it.
 pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCondition> {
+    let share = match mode {
+        PromptMode::SharedPrefix => 0.0,
+        PromptMode::Unique | PromptMode::Same => CACHE_HIT_SHARE,
+    };
     let reported: Vec<(u64, u64)> = records
         .iter()
         .filter(|r| !r.warmup && r.is_ok())
@@ -507,7 +515,7 @@ pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCo
     let hits: Vec<&(u64, u64)> = reported
         .iter()
         .filter(|(prompt, cached)| {
-            *cached >= CACHE_HIT_MIN_TOKENS && *cached as f64 >= CACHE_HIT_SHARE * *prompt as f64
+            *cached >= CACHE_HIT_MIN_TOKENS && *cached as f64 >= share * *prompt as f64
         })
         .collect();
     if hits.is_empty() {

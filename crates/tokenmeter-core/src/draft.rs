@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use crate::{
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
-        AuthStyle, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_REPEAT,
+        AuthStyle, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS,
+        MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
     stream::EndpointKind,
 };
@@ -42,6 +43,9 @@ pub struct PlanDraft {
     pub prompt: String,
     /// Whether each request sends a prompt of its own.
     pub prompt_mode: PromptMode,
+    /// A shared prefix's length in tokens, and how many groups share one.
+    pub prefix_tokens: String,
+    pub prefix_groups: String,
     pub max_tokens: String,
     pub timeout_s: String,
     /// Concurrency levels (`1,2,4`); the duration mode uses the first.
@@ -99,6 +103,8 @@ pub enum DraftField {
     ExtraHeaders,
     ExtraBody,
     PromptTokens,
+    PrefixTokens,
+    PrefixGroups,
     Rate,
     Duration,
     SearchMax,
@@ -145,6 +151,8 @@ impl Default for PlanDraft {
             model: String::new(),
             prompt: String::new(),
             prompt_mode: PromptMode::Unique,
+            prefix_tokens: "1000".into(),
+            prefix_groups: "1".into(),
             max_tokens: String::new(),
             timeout_s: String::new(),
             levels: String::new(),
@@ -190,6 +198,10 @@ impl PlanDraft {
         self.model = plan.model.clone();
         self.prompt = plan.prompt_text();
         self.prompt_mode = plan.prompt_mode;
+        if plan.prompt_mode == PromptMode::SharedPrefix {
+            self.prefix_tokens = plan.prefix_tokens.to_string();
+            self.prefix_groups = plan.prefix_groups.to_string();
+        }
         self.prompt_tokens = match plan.prompt {
             PromptSpec::Tokens(n) => n.to_string(),
             PromptSpec::Text(_) => String::new(),
@@ -283,6 +295,24 @@ impl PlanDraft {
         }
         plan.model = self.model.trim().to_owned();
         plan.prompt_mode = self.prompt_mode;
+        // Only a shared prefix reads its two fields: the others leave them as they were.
+        if self.prompt_mode == PromptMode::SharedPrefix {
+            let min = 2 * UNIQUE_HEADER_TOKENS;
+            match whole(&self.prefix_tokens) {
+                Some(n) if (min..=MAX_PROMPT_TOKENS).contains(&n) => plan.prefix_tokens = n,
+                _ => problems.push(PlanProblem::at(
+                    F::PrefixTokens,
+                    format!("a shared prefix must be a whole number of {min} to {MAX_PROMPT_TOKENS} tokens"),
+                )),
+            }
+            match whole(&self.prefix_groups) {
+                Some(n) if (1..=MAX_PREFIX_GROUPS).contains(&n) => plan.prefix_groups = n,
+                _ => problems.push(PlanProblem::at(
+                    F::PrefixGroups,
+                    format!("requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups"),
+                )),
+            }
+        }
         plan.endpoint = self.endpoint;
         plan.auth = self.auth;
         plan.include_usage = self.include_usage;

@@ -106,6 +106,11 @@ pub enum PromptMode {
     /// llama.cpp and hosted APIs keep one by default) answers all but the first
     /// from it: TTFT is then a cache hit's.
     Same,
+    /// A prefix of the plan's `prefix_tokens` shared on purpose (by all requests,
+    /// or by each of `prefix_groups` groups: request `id` is in group
+    /// `id % groups`), then each request's own header and the prompt: what a long
+    /// system prompt or a shared document costs once cached.
+    SharedPrefix,
 }
 
 impl PromptMode {
@@ -170,6 +175,21 @@ pub struct Bodies {
     tail: String,
     /// `Some(seed)` when every request has its own header.
     seed: Option<u64>,
+    /// A shared prefix's text per group (escaped for JSON), before the header.
+    prefixes: Vec<String>,
+}
+
+/// The most groups a shared prefix may have.
+pub const MAX_PREFIX_GROUPS: u32 = 1_000;
+
+/// The shared prefix of `group` in a run with `seed`: a header of its own (so
+/// groups, and runs, share nothing) then generated words, about `n_tokens` in all,
+/// ending in a blank line before the request's own header.
+pub fn shared_prefix(seed: u64, group: u32, n_tokens: u32) -> String {
+    // Another key than the requests' headers: a group's header is no request's.
+    let header = unique_header(seed ^ 0x5eed_0f9c_u64.rotate_left(29), u64::from(group));
+    let words = generated_prompt(n_tokens.saturating_sub(UNIQUE_HEADER_TOKENS + 1).max(1));
+    format!("{header}{words}\n\n")
 }
 
 /// Where a request's header goes, while the body is serialised: a text no prompt
@@ -186,8 +206,15 @@ impl Bodies {
                 head: request_body(&spec).to_string(),
                 tail: String::new(),
                 seed: None,
+                prefixes: Vec::new(),
             };
         }
+        let prefixes = match plan.prompt_mode {
+            PromptMode::SharedPrefix => (0..plan.prefix_groups.clamp(1, MAX_PREFIX_GROUPS))
+                .map(|g| json_escaped(&shared_prefix(seed, g, plan.prefix_tokens)))
+                .collect(),
+            _ => Vec::new(),
+        };
         spec.prompt.insert_str(0, HEADER_MARK);
         let json = request_body(&spec).to_string();
         let at = json
@@ -197,6 +224,7 @@ impl Bodies {
             head: json[..at].to_owned(),
             tail: json[at + HEADER_MARK_JSON.len()..].to_owned(),
             seed: Some(seed),
+            prefixes,
         }
     }
 
@@ -206,6 +234,7 @@ impl Bodies {
             head: body,
             tail: String::new(),
             seed: None,
+            prefixes: Vec::new(),
         }
     }
 
@@ -221,11 +250,16 @@ impl Bodies {
             None => self.head.clone(),
             Some(seed) => {
                 let header = unique_header(seed, request_id);
-                let mut body =
-                    String::with_capacity(self.head.len() + header.len() + self.tail.len());
+                let prefix = match self.prefixes.len() {
+                    0 => "",
+                    n => &self.prefixes[(request_id % n as u64) as usize],
+                };
+                let mut body = String::with_capacity(
+                    self.head.len() + prefix.len() + header.len() + self.tail.len(),
+                );
                 body.push_str(&self.head);
-                // `\n` inside a JSON string.
-                body.push_str(&header.replace('\n', "\\n"));
+                body.push_str(prefix);
+                body.push_str(&json_escaped(&header));
                 body.push_str(&self.tail);
                 body
             }
@@ -233,10 +267,17 @@ impl Bodies {
     }
 
     /// The text around each request's header, for a client that makes the bodies
-    /// itself (the Locust file): `(head, tail)`, the seed when there is a header.
-    pub fn parts(&self) -> (&str, &str, Option<u64>) {
-        (&self.head, &self.tail, self.seed)
+    /// itself (the Locust file): `(head, tail)`, the seed when there is a header,
+    /// and the shared prefixes by group (escaped for JSON; empty for none).
+    pub fn parts(&self) -> (&str, &str, Option<u64>, &[String]) {
+        (&self.head, &self.tail, self.seed, &self.prefixes)
     }
+}
+
+/// `text` as it stands inside a JSON string (without the quotes).
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).expect("a string serialises");
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 /// How load is applied.
@@ -373,6 +414,12 @@ pub struct Plan {
     /// run document's plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// With `prompt_mode` `shared_prefix`: the prefix's length, about, in tokens.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prefix_tokens: u32,
+    /// With `prompt_mode` `shared_prefix`: how many groups share a prefix each.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub prefix_groups: u32,
     pub max_tokens: u32,
     #[serde(default)]
     pub temperature: Option<f64>,
@@ -423,6 +470,10 @@ fn one() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
@@ -497,6 +548,8 @@ impl Plan {
             prompt: PromptSpec::Text("请用300字介绍大模型推理中的prefill和decode两个阶段".into()),
             prompt_mode: PromptMode::Unique,
             seed: None,
+            prefix_tokens: 0,
+            prefix_groups: 1,
             // Short answers keep the default ladder under half a minute on the
             // simulator.
             max_tokens: 64,
@@ -539,7 +592,7 @@ impl Plan {
         match (&self.prompt, self.prompt_mode) {
             (PromptSpec::Text(text), _) => text.clone(),
             (PromptSpec::Tokens(n), PromptMode::Same) => generated_prompt(*n),
-            (PromptSpec::Tokens(n), PromptMode::Unique) => {
+            (PromptSpec::Tokens(n), PromptMode::Unique | PromptMode::SharedPrefix) => {
                 generated_prompt(n.saturating_sub(UNIQUE_HEADER_TOKENS).max(1))
             }
         }
@@ -601,6 +654,19 @@ impl Plan {
             if n > MAX_PROMPT_TOKENS {
                 problems.push(format!(
                     "a generated prompt can be at most {MAX_PROMPT_TOKENS} tokens"
+                ));
+            }
+        }
+        if self.prompt_mode == PromptMode::SharedPrefix {
+            if !(2 * UNIQUE_HEADER_TOKENS..=MAX_PROMPT_TOKENS).contains(&self.prefix_tokens) {
+                problems.push(format!(
+                    "a shared prefix must be {} to {MAX_PROMPT_TOKENS} tokens",
+                    2 * UNIQUE_HEADER_TOKENS
+                ));
+            }
+            if !(1..=MAX_PREFIX_GROUPS).contains(&self.prefix_groups) {
+                problems.push(format!(
+                    "requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups"
                 ));
             }
         }
@@ -1003,6 +1069,8 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
         prompt: PromptSpec::Text(config.prompt),
         prompt_mode: PromptMode::Unique,
         seed: None,
+        prefix_tokens: 0,
+        prefix_groups: 1,
         max_tokens: config.max_tokens,
         temperature: config.temperature,
         include_usage: true,
@@ -1470,5 +1538,40 @@ mod tests {
             "written before the mode existed"
         );
         assert_eq!(old.seed, None);
+    }
+
+    #[test]
+    fn a_shared_prefix_leads_each_group_s_requests_then_their_own_header() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.prompt_mode = PromptMode::SharedPrefix;
+        plan.prefix_tokens = 300;
+        plan.prefix_groups = 2;
+        assert_eq!(plan.validate(), Ok(()));
+        let bodies = Bodies::new(&plan, 9);
+        let content = |id: u64| {
+            let body: Value = serde_json::from_str(&bodies.body(id)).unwrap();
+            body["messages"][0]["content"].as_str().unwrap().to_owned()
+        };
+        let prefix = |group: u32| shared_prefix(9, group, 300);
+        for id in 0..6u64 {
+            let expected = format!(
+                "{}{}{}",
+                prefix((id % 2) as u32),
+                unique_header(9, id),
+                plan.prompt_text()
+            );
+            assert_eq!(content(id), expected, "request {id}");
+        }
+        // About the asked length, in words of one token each.
+        let words = prefix(0).split_whitespace().count();
+        assert!((295..=305).contains(&words), "{words}");
+        assert_ne!(prefix(0), prefix(1), "groups share nothing");
+        assert_ne!(prefix(0), shared_prefix(10, 0, 300), "nor do runs");
+        // Checked.
+        plan.prefix_tokens = 5;
+        assert!(plan.validate().unwrap_err()[0].contains("shared prefix"));
+        plan.prefix_tokens = 300;
+        plan.prefix_groups = 0;
+        assert!(plan.validate().unwrap_err()[0].contains("groups"));
     }
 }

@@ -87,7 +87,9 @@ def request_body(seed, request_id):
     if not BODIES["unique"]:
         return BODY
     header = unique_header(seed, request_id).replace("\n", "\\n")
-    return (BODIES["head"] + header + BODIES["tail"]).encode("utf-8")
+    prefixes = BODIES["prefixes"]
+    prefix = prefixes[request_id % len(prefixes)] if prefixes else ""
+    return (BODIES["head"] + prefix + header + BODIES["tail"]).encode("utf-8")
 TIMEOUT_S = float(SETUP["timeout_s"])
 # tokenmeter's limits on one response (see its record module): past them the
 # request fails as response_too_large, what came before kept.

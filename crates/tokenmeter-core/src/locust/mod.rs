@@ -90,7 +90,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
     // (`unique`), or one body for all. The seed is chosen when the file runs (on
     // the master) unless the plan has one.
     let bodies = Bodies::new(plan, plan.seed.unwrap_or(0));
-    let (head, tail, unique) = bodies.parts();
+    let (head, tail, unique, prefixes) = bodies.parts();
     let setup = json!({
         "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
         "url": plan.endpoint_url(),
@@ -101,7 +101,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
             AuthStyle::ApiKeyHeader => "api_key_header",
         },
         "body": request_body(&plan.body_spec()),
-        "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed},
+        "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed, "prefixes": prefixes},
         "timeout_s": plan.timeout_s,
         "stages": stages,
         "plan": plan,

@@ -382,6 +382,25 @@ fn the_file_makes_each_request_s_body_as_the_page_does() {
         );
         assert_eq!(made, page.body(id), "request {id}");
     }
+    // A shared prefix in three groups: the group's prefix before the header.
+    plan.prompt_mode = crate::plan::PromptMode::SharedPrefix;
+    plan.prefix_tokens = 200;
+    plan.prefix_groups = 3;
+    let setup = embedded_setup(&locustfile(&plan).unwrap());
+    let bodies = &setup["bodies"];
+    let prefixes = bodies["prefixes"].as_array().unwrap();
+    assert_eq!(prefixes.len(), 3);
+    let page = Bodies::new(&plan, 77);
+    for id in [0u64, 1, 2, 3, 41] {
+        let header = crate::plan::unique_header(77, id).replace('\n', "\\n");
+        let made = format!(
+            "{}{}{header}{}",
+            bodies["head"].as_str().unwrap(),
+            prefixes[(id % 3) as usize].as_str().unwrap(),
+            bodies["tail"].as_str().unwrap()
+        );
+        assert_eq!(made, page.body(id), "request {id}");
+    }
     // The same prompt for all: no header, the one body.
     plan.prompt_mode = crate::plan::PromptMode::Same;
     let setup = embedded_setup(&locustfile(&plan).unwrap());
