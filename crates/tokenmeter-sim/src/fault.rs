@@ -59,10 +59,20 @@ pub enum Fault {
     /// token, broken JSON and stray line ends (as proxies that concatenate or
     /// repeat do). Nothing after the stream's end is part of the answer.
     AfterDone,
+    /// A gateway that holds the whole answer and releases it at the end.
+    BufferAll,
+    /// A gateway that releases the stream each time 4 KiB are held (nginx's
+    /// `proxy_buffering on`).
+    Buffer4k,
+    /// A gateway that releases what it holds 250 ms after the first byte.
+    Buffer250ms,
+    /// `content-encoding: gzip`, the compressor emitting only when its 8 KiB
+    /// buffer fills (nginx's `gzip on` with `text/event-stream` in `gzip_types`).
+    Gzip,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 25] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -84,6 +94,10 @@ impl Fault {
         Fault::HiddenReasoning,
         Fault::SplitWrites,
         Fault::AfterDone,
+        Fault::BufferAll,
+        Fault::Buffer4k,
+        Fault::Buffer250ms,
+        Fault::Gzip,
     ];
 
     pub fn name(self) -> &'static str {
@@ -109,6 +123,10 @@ impl Fault {
             Fault::HiddenReasoning => "hidden-reasoning",
             Fault::SplitWrites => "split-writes",
             Fault::AfterDone => "after-done",
+            Fault::BufferAll => "buffer-all",
+            Fault::Buffer4k => "buffer-4k",
+            Fault::Buffer250ms => "buffer-250ms",
+            Fault::Gzip => "gzip",
         }
     }
 

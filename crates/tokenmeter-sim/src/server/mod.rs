@@ -9,6 +9,7 @@
 //! - [`whole`]: the non-streamed answer.
 
 mod completion;
+mod gateway;
 mod routes;
 mod stream;
 mod whole;

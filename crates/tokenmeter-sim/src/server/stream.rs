@@ -24,6 +24,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{
     completion::{Endpoint, StreamPlan},
+    gateway::Gateway,
     AppState,
 };
 use crate::{
@@ -72,6 +73,8 @@ struct Writer {
     hold: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The `split-writes` fault's wait between the pieces of a write.
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// A gateway that holds the stream back (the buffering faults).
+    gateway: Option<Gateway>,
     /// The connection's write gate, and when it wrote each token.
     gate: Arc<Gate>,
     written: Arc<WrittenSlots>,
@@ -304,6 +307,11 @@ impl Writer {
     /// released: at the step's end only the connections have work left to do.
     fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
         loop {
+            if let Some(gateway) = self.gateway.as_mut() {
+                if let Poll::Ready(release) = gateway.poll_timer(cx) {
+                    return self.leave(release);
+                }
+            }
             if let Some((step, frame)) = self.frames.front() {
                 let step = *step;
                 let released = self.state.engine.released();
@@ -332,10 +340,20 @@ impl Writer {
                 let Some((_, Frame::Data(bytes, tokens))) = self.frames.pop_front() else {
                     unreachable!("the front frame is data");
                 };
+                if let Some(gateway) = self.gateway.as_mut() {
+                    // Held back; out only when the gateway releases.
+                    match gateway.take(step, &bytes, tokens) {
+                        Some(release) => return self.leave(release),
+                        None => continue,
+                    }
+                }
                 self.gate.hold(step, &self.written, tokens);
                 return Poll::Ready(Some(Ok(bytes)));
             }
             if self.ended {
+                if let Some(release) = self.gateway.as_mut().and_then(Gateway::drain) {
+                    return self.leave(release);
+                }
                 // The stream ends once its last events are written, so that the truth
                 // it commits is whole.
                 ready!(self
@@ -363,6 +381,17 @@ impl Writer {
                 None => self.finish_normally(),
             }
         }
+    }
+}
+
+impl Writer {
+    /// A gateway's release, handed to the connection.
+    fn leave(
+        &mut self,
+        (step, bytes, tokens): (u64, Bytes, Vec<usize>),
+    ) -> Poll<Option<io::Result<Bytes>>> {
+        self.gate.hold(step, &self.written, tokens);
+        Poll::Ready(Some(Ok(bytes)))
     }
 }
 
@@ -454,6 +483,7 @@ pub(super) fn stream_response(
         committed: false,
         hold: None,
         pause: None,
+        gateway: Gateway::of(&plan.faults),
         gate,
         written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
         plan,
@@ -465,7 +495,11 @@ pub(super) fn stream_response(
             .chunk(json!({"role": "assistant", "content": ""}), None);
         writer.push_event(role.to_string(), Vec::new());
     }
-    Response::builder()
+    let mut response = Response::builder();
+    if writer.gateway.as_ref().is_some_and(Gateway::is_gzip) {
+        response = response.header(header::CONTENT_ENCODING, "gzip");
+    }
+    response
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")
         .header(header::CACHE_CONTROL, "no-cache")
