@@ -219,7 +219,11 @@ fn token_count_source(s: &Summary) -> String {
 
 /// What a cell of `col` says for level `s`.
 fn cell_text(s: &Summary, col: &str) -> String {
+    // Where a gateway released the stream in bursts, the gaps between tokens are
+    // its releases: no TPOT or ITL of the server's to show (the row says why).
+    let buffered = matches!(s.distorted, Some(Distortion::Buffered { .. }));
     match col {
+        "tpot_p50" | "tpot_p95" | "itl_p99" if buffered => "–".into(),
         "n_ok" => s.n_ok.to_string(),
         "n_fail" => s.n_fail.to_string(),
         "ttft_p50" => ms(s.ttft_ms, |d| d.p50),
@@ -273,6 +277,12 @@ fn result_row(s: &Summary, kinds: TableKinds, shown: ShownColumns) -> impl IntoV
         Some(Distortion::Engine { lag_p95_ms }) => (
             Some("engine"),
             format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
+        ),
+        Some(Distortion::Buffered {
+            share_pct, largest, ..
+        }) => (
+            Some("buffered"),
+            format!("left out of the verdict: {share_pct:.0}% of the tokens arrived in bursts (up to {largest} at once), as a gateway that buffers or compresses the stream releases them: TTFT, TPOT and ITL here are its, not the server's"),
         ),
     };
     let cells = columns(kinds)

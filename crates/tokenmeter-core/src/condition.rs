@@ -124,6 +124,16 @@ pub enum RunCondition {
         n_hits: u64,
         cached_pct: f64,
     },
+    /// At `levels`, most streams arrived in bursts (`n_requests` of them,
+    /// `share_pct` of their token events at most, up to `largest` in one read):
+    /// a gateway or proxy buffers or compresses the stream (see
+    /// [`crate::summary::Distortion::Buffered`]).
+    BufferedStream {
+        levels: Vec<u32>,
+        n_requests: u64,
+        share_pct: f64,
+        largest: u64,
+    },
 }
 
 /// Why requests got no response (see [`RunCondition::NoResponse`]).
@@ -184,6 +194,9 @@ struct ConditionWire {
     mode: Option<PromptMode>,
     n_hits: Option<u64>,
     cached_pct: Option<f64>,
+    levels: Option<Vec<u32>>,
+    share_pct: Option<f64>,
+    largest: Option<u64>,
 }
 
 /// `cause` is a string in `no_response` and an object in `interrupted`.
@@ -283,6 +296,12 @@ impl TryFrom<ConditionWire> for RunCondition {
             "request_cap_reached" => RunCondition::RequestCapReached {
                 concurrency: need(w.concurrency, k, "concurrency")?,
                 limit: need(w.limit, k, "limit")?,
+            },
+            "buffered_stream" => RunCondition::BufferedStream {
+                levels: need(w.levels, k, "levels")?,
+                n_requests: need(w.n_requests, k, "n_requests")?,
+                share_pct: need(w.share_pct, k, "share_pct")?,
+                largest: need(w.largest, k, "largest")?,
             },
             "prompt_cache_hits" => RunCondition::PromptCacheHits {
                 mode: need(w.mode, k, "mode")?,
@@ -470,6 +489,19 @@ impl RunCondition {
                     format!("timer resolution is {resolution_us:.0} µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs")
                 }
             }
+            RunCondition::BufferedStream {
+                ref levels,
+                n_requests,
+                share_pct,
+                largest,
+            } => {
+                let at = levels.iter().map(u32::to_string).collect::<Vec<_>>();
+                if zh {
+                    format!("并发 {} 时，{n_requests} 个请求的流是成批到达的（最多 {share_pct:.0}% 的 token 与其他 token 一起到达，一次最多 {largest} 个），而服务端是逐个生成 token 的：中间有网关或代理在缓冲或压缩 text/event-stream，这几档的 TTFT、TPOT 和 ITL 是它放行的节奏。nginx：对该类型关闭 gzip（gzip_types 不含 text/event-stream），设置 proxy_buffering off，或让服务端发送响应头 X-Accel-Buffering: no；Caddy、CDN 和 API 网关同样关闭对 text/event-stream 的缓冲与压缩", at.join("、"))
+                } else {
+                    format!("at concurrency {}, {n_requests} streams arrived in bursts (up to {share_pct:.0}% of their tokens together with others, up to {largest} at once) though the server makes tokens one by one: a gateway or proxy buffers or compresses text/event-stream, and TTFT, TPOT and ITL there are its releases. For nginx, turn gzip off for that type (leave text/event-stream out of gzip_types) and set proxy_buffering off, or have the server send the header X-Accel-Buffering: no; turn buffering and compression off for text/event-stream on Caddy, a CDN or an API gateway alike", at.join(", "))
+                }
+            }
             RunCondition::PromptCacheHits {
                 mode,
                 n_requests,
@@ -485,6 +517,31 @@ impl RunCondition {
             },
         }
     }
+}
+
+/// The levels whose streams arrived in bursts (marked
+/// [`Distortion::Buffered`](crate::summary::Distortion::Buffered)), in one note.
+pub fn buffered_stream(levels: &[Summary]) -> Option<RunCondition> {
+    let buffered: Vec<(u32, u64, f64, u64)> = levels
+        .iter()
+        .filter_map(|level| match (level.concurrency, &level.distorted) {
+            (
+                Some(c),
+                Some(crate::summary::Distortion::Buffered {
+                    n_requests,
+                    share_pct,
+                    largest,
+                }),
+            ) => Some((c, *n_requests, *share_pct, *largest)),
+            _ => None,
+        })
+        .collect();
+    (!buffered.is_empty()).then(|| RunCondition::BufferedStream {
+        levels: buffered.iter().map(|b| b.0).collect(),
+        n_requests: buffered.iter().map(|b| b.1).sum(),
+        share_pct: buffered.iter().map(|b| b.2).fold(0.0, f64::max),
+        largest: buffered.iter().map(|b| b.3).max().unwrap_or(0),
+    })
 }
 
 /// A request counts as answered from the prompt cache when at least this share of
@@ -949,6 +1006,12 @@ mod tests {
                 n_requests: 32,
                 n_hits: 31,
                 cached_pct: 99.6,
+            },
+            RunCondition::BufferedStream {
+                levels: vec![1, 2],
+                n_requests: 16,
+                share_pct: 98.5,
+                largest: 100,
             },
         ];
         let json = serde_json::to_string(&all).unwrap();

@@ -11,7 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{error::ErrorKind, error::Lang, report::RunDocument, summary::Summary};
+use crate::{
+    error::ErrorKind,
+    error::Lang,
+    report::RunDocument,
+    summary::{Distortion, Summary},
+};
 
 /// What a finding blames (the `data-cause` hook).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +29,7 @@ pub enum Cause {
     RateLimited,
     Browser,
     NetworkOrGateway,
+    BufferedStream,
 }
 
 impl Cause {
@@ -36,6 +42,7 @@ impl Cause {
             Cause::RateLimited => "rate_limited",
             Cause::Browser => "browser",
             Cause::NetworkOrGateway => "network_or_gateway",
+            Cause::BufferedStream => "buffered_stream",
         }
     }
 }
@@ -94,6 +101,15 @@ pub enum Finding {
         overhead_ms: f64,
         after_send: bool,
     },
+    /// At `concurrency` (the first such level), `n_requests` streams arrived in
+    /// bursts: `share_pct` of their token events, up to `largest` in one read (see
+    /// [`crate::summary::Distortion::Buffered`]).
+    BufferedStream {
+        concurrency: u32,
+        n_requests: u64,
+        share_pct: f64,
+        largest: u64,
+    },
 }
 
 /// Growth of p95 over p50 that counts as a tail of its own.
@@ -129,6 +145,7 @@ impl Finding {
             Finding::RateLimited { .. } => Cause::RateLimited,
             Finding::Browser { .. } => Cause::Browser,
             Finding::NetworkOrGateway { .. } => Cause::NetworkOrGateway,
+            Finding::BufferedStream { .. } => Cause::BufferedStream,
         }
     }
 
@@ -136,6 +153,11 @@ impl Finding {
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
         match *self {
+            Finding::BufferedStream { concurrency, n_requests, share_pct, largest } => if zh {
+                format!("并发 {concurrency} 时有 {n_requests} 个请求的流是成批到达的：{share_pct:.0}% 的 token 与其他 token 一起到达，一次最多 {largest} 个，而服务端是逐个生成的：中间有网关或代理在缓冲或压缩 text/event-stream，用户看到的也是这样的成批输出。TPOT 和 ITL 反映的是它的放行节奏。方向：nginx 对 text/event-stream 关闭 gzip（gzip_types 不含它），设置 proxy_buffering off 或让服务端发送 X-Accel-Buffering: no；CDN 和 API 网关关闭对该类型的缓冲与压缩。")
+            } else {
+                format!("at concurrency {concurrency}, {n_requests} streams arrived in bursts: {share_pct:.0}% of their tokens came together with others, up to {largest} at once, though the server makes them one by one: a gateway or proxy buffers or compresses text/event-stream, and users see the answer in the same bursts. TPOT and ITL are its releases. Try, for nginx, gzip off for text/event-stream (leave it out of gzip_types) and proxy_buffering off, or have the server send X-Accel-Buffering: no; on a CDN or API gateway, turn buffering and compression off for that type.")
+            },
             Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms } => {
                 // A median that did not grow (shown as 1.0× or less) is not "grew 0.9×".
                 let p50_grew = p50_growth >= 1.05;
@@ -265,7 +287,10 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
         let ttft = level.ttft_ms.map(|d| d.p95);
         let large_wait =
             matches!((wait, ttft), (Some(w), Some(t)) if t > 0.0 && w >= BROWSER_SHARE * t);
-        if level.distorted.is_some() || large_wait {
+        // Only the browser's own queue is the browser's (the engine's lag and a
+        // gateway's bursts have findings or notes of their own).
+        let queued = matches!(level.distorted, Some(Distortion::BrowserQueue { .. }));
+        if queued || large_wait {
             findings.push(Finding::Browser {
                 concurrency,
                 wait_ms: wait,
@@ -273,6 +298,27 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
             });
             break;
         }
+    }
+    // A gateway that released the streams in bursts: said once, at the first level.
+    if let Some((
+        concurrency,
+        Distortion::Buffered {
+            n_requests,
+            share_pct,
+            largest,
+        },
+    )) = document
+        .levels
+        .iter()
+        .filter_map(|l| Some((l.concurrency?, l.distorted.clone()?)))
+        .find(|(_, d)| matches!(d, Distortion::Buffered { .. }))
+    {
+        findings.push(Finding::BufferedStream {
+            concurrency,
+            n_requests,
+            share_pct,
+            largest,
+        });
     }
     let clean: Vec<(u32, &Summary)> = document
         .levels

@@ -234,6 +234,42 @@ impl RequestRecord {
         (n_out >= 2).then(|| (self.e2e_us().saturating_sub(ttft)) as f64 / (n_out - 1) as f64)
     }
 
+    /// How the token events came in reads (see [`Reads`]).
+    pub fn reads(&self) -> Reads {
+        let mut reads = Reads {
+            n_events: self.token_times_us.len() as u64,
+            ..Reads::default()
+        };
+        let mut gaps = Vec::new();
+        let mut run = 0u64;
+        let close = |run: u64, reads: &mut Reads| {
+            if run > 0 {
+                reads.n_reads += 1;
+                reads.largest = reads.largest.max(run);
+                if run >= BURST_EVENTS {
+                    reads.n_in_bursts += run;
+                }
+            }
+        };
+        for (i, &t) in self.token_times_us.iter().enumerate() {
+            match i.checked_sub(1).map(|j| self.token_times_us[j]) {
+                Some(before) if before == t => run += 1,
+                Some(before) => {
+                    close(run, &mut reads);
+                    gaps.push(t.saturating_sub(before));
+                    run = 1;
+                }
+                None => run = 1,
+            }
+        }
+        close(run, &mut reads);
+        if !gaps.is_empty() {
+            crate::stats::sort_numbers(&mut gaps);
+            reads.median_gap_us = gaps[gaps.len() / 2];
+        }
+        reads
+    }
+
     /// Gaps between consecutive token-bearing events, µs.
     pub fn itls_us(&self) -> impl Iterator<Item = u64> + '_ {
         self.token_times_us
@@ -254,6 +290,50 @@ impl RequestRecord {
         let span_us = self.last_token_us?.checked_sub(self.first_token_us?)?;
         (self.n_token_events >= 2 && span_us > 0)
             .then(|| (self.n_token_events - 1) as f64 * 1e6 / span_us as f64)
+    }
+}
+
+/// A read that carries at least this many token events is a burst: a server
+/// writes one event per token (or per few tokens) as it makes them, and a client
+/// reading as they come gets them one or two at a time.
+pub const BURST_EVENTS: u64 = 4;
+/// Fewer token events than this say nothing about how a stream was delivered.
+pub const BURST_MIN_EVENTS: u64 = 8;
+/// A stream shorter than this may arrive in one piece from a fast server.
+pub const BURST_MIN_E2E_US: u64 = 100_000;
+/// Reads this far apart (median), or two at most, are a gateway's releases, not
+/// a fast server's writes coalescing in a busy client.
+pub const BURST_READ_GAP_US: u64 = 10_000;
+
+/// How a request's token events came in network reads. Events the engine stamped
+/// at the same instant came in one read (it stamps each chunk as it arrives).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Token events.
+    pub n_events: u64,
+    /// Reads that carried them.
+    pub n_reads: u64,
+    /// Token events in bursts (reads of [`BURST_EVENTS`] or more).
+    pub n_in_bursts: u64,
+    /// The most token events one read carried.
+    pub largest: u64,
+    /// The median time between consecutive reads, µs (0 for one read).
+    pub median_gap_us: u64,
+}
+
+impl Reads {
+    /// Whether the stream arrived in bursts although the server took its time: at
+    /// least [`BURST_MIN_EVENTS`] token events, half of them in bursts, a stream
+    /// of [`BURST_MIN_E2E_US`] or more, and reads [`BURST_READ_GAP_US`] apart at
+    /// the median (or at most two). Silent for a server that packs several tokens
+    /// into each event at real intervals (one event a read) and for a fast server
+    /// whose events coalesce in a busy client (reads close together, or a stream
+    /// too short to tell).
+    pub fn is_burst_delivery(&self, e2e_us: u64) -> bool {
+        self.n_events >= BURST_MIN_EVENTS
+            && 2 * self.n_in_bursts >= self.n_events
+            && e2e_us >= BURST_MIN_E2E_US
+            && (self.n_reads <= 2 || self.median_gap_us >= BURST_READ_GAP_US)
     }
 }
 
@@ -1176,6 +1256,58 @@ mod tests {
         let r = b.finish(StreamEnd::Complete, 4_000);
         assert!(r.is_ok() && r.saw_done);
         assert_eq!(r.end_us, 4_000);
+    }
+
+    /// A successful stream of `n` content events, delivered in reads of `per_read`
+    /// events, `gap_ms` apart, the first read `first_ms` after sending.
+    fn delivered(n: u64, per_read: u64, gap_ms: u64, first_ms: u64) -> RequestRecord {
+        let mut b = builder();
+        let mut at = START.sent_us + first_ms * 1_000;
+        let mut sent = 0;
+        while sent < n {
+            let k = per_read.min(n - sent);
+            let read: String = (0..k).map(|i| content(&format!("t{}", sent + i))).collect();
+            b.on_bytes(read.as_bytes(), at);
+            sent += k;
+            at += gap_ms * 1_000;
+        }
+        b.on_bytes(format!("{FINISH}{DONE}").as_bytes(), at);
+        b.finish(StreamEnd::Complete, at)
+    }
+
+    #[test]
+    fn a_stream_held_back_and_released_in_bursts_is_told_from_a_fast_or_packed_one() {
+        let burst = |r: &RequestRecord| r.reads().is_burst_delivery(r.e2e_us());
+        // A gateway that holds the whole answer: one read, two seconds in.
+        let all = delivered(100, 100, 0, 2_188);
+        assert_eq!(
+            all.reads(),
+            Reads {
+                n_events: 100,
+                n_reads: 1,
+                n_in_bursts: 100,
+                largest: 100,
+                median_gap_us: 0,
+            }
+        );
+        assert!(burst(&all));
+        // A proxy buffer released every 25 tokens (about 4 KiB).
+        let buffer = delivered(100, 25, 500, 200);
+        assert_eq!(
+            (buffer.reads().n_reads, buffer.reads().median_gap_us),
+            (4, 500_000)
+        );
+        assert!(burst(&buffer));
+        // A server that packs four tokens into each event at real intervals: one
+        // event a read.
+        assert!(!burst(&delivered(25, 1, 80, 200)));
+        // A fast server, one event a read 1 ms apart, or coalescing by fours in a
+        // busy client 4 ms apart: not a gateway.
+        assert!(!burst(&delivered(100, 1, 1, 30)));
+        assert!(!burst(&delivered(100, 4, 4, 30)));
+        // A whole answer in one read from a fast server, or too few events to tell.
+        assert!(!burst(&delivered(100, 100, 0, 40)));
+        assert!(!burst(&delivered(6, 6, 0, 2_000)));
     }
 
     #[test]

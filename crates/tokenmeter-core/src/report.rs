@@ -177,18 +177,21 @@ fn distortion(level: &Summary, engine: Engine, conditions: &[RunCondition]) -> O
                 .unwrap_or(HTTP1_CONNECTIONS_PER_HOST),
         });
     }
-    conditions.iter().find_map(|c| match *c {
-        RunCondition::EngineLag {
-            concurrency,
-            lag_p95_ms: Some(lag_p95_ms),
-            ..
-        } if Some(concurrency) == level.concurrency
-            && lag_p95_ms > condition::LAG_DISTORTS_P95_MS =>
-        {
-            Some(Distortion::Engine { lag_p95_ms })
-        }
-        _ => None,
-    })
+    conditions
+        .iter()
+        .find_map(|c| match *c {
+            RunCondition::EngineLag {
+                concurrency,
+                lag_p95_ms: Some(lag_p95_ms),
+                ..
+            } if Some(concurrency) == level.concurrency
+                && lag_p95_ms > condition::LAG_DISTORTS_P95_MS =>
+            {
+                Some(Distortion::Engine { lag_p95_ms })
+            }
+            _ => None,
+        })
+        .or_else(|| Distortion::buffered(level))
 }
 
 impl RunDocument {
@@ -264,6 +267,9 @@ impl RunDocument {
         environment
             .conditions
             .extend(condition::prompt_cache(plan.prompt_mode, &records));
+        environment
+            .conditions
+            .extend(condition::buffered_stream(&levels));
         environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,
@@ -1277,5 +1283,88 @@ mod tests {
             analyse_points(&noisy, &Default::default(), &params).knee,
             Some(4)
         );
+    }
+
+    #[test]
+    fn streams_released_in_bursts_leave_their_level_out_and_say_why() {
+        use crate::{chart::tests_support, diagnosis, error::Lang};
+        // Level 1 delivered as written (ten tokens, 20 ms apart); level 2 held by a
+        // gateway and released in one read at the end.
+        let mut records = Vec::new();
+        for id in 0..6 {
+            records.push(tests_support::record(id, 1, 200, 20));
+        }
+        for id in 6..12 {
+            let mut r = tests_support::record(id, 2, 200, 20);
+            let last = *r.token_times_us.last().unwrap();
+            r.token_times_us.iter_mut().for_each(|t| *t = last);
+            r.first_token_us = Some(last);
+            r.first_answer_us = Some(last);
+            records.push(r);
+        }
+        let doc = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            records,
+        );
+        assert_eq!(doc.levels[0].distorted, None);
+        assert_eq!(
+            doc.levels[1].distorted,
+            Some(Distortion::Buffered {
+                n_requests: 6,
+                share_pct: 100.0,
+                largest: 10,
+            })
+        );
+        let en = doc.verdict.text(Lang::En);
+        assert!(en.starts_with("Left out of this verdict: concurrency 2, where the stream arrived in bursts (100% of the tokens, up to 10 at once)"), "{en}");
+        assert!(doc
+            .verdict
+            .text(Lang::Zh)
+            .starts_with("并发 2不计入结论：流是成批到达的"));
+        assert!(doc
+            .environment
+            .conditions
+            .iter()
+            .any(|c| matches!(c, RunCondition::BufferedStream { levels, .. } if levels == &[2])));
+        assert!(doc
+            .environment
+            .notes
+            .iter()
+            .any(|n| n.contains("X-Accel-Buffering: no")));
+        let findings = diagnosis::diagnose(&doc);
+        assert_eq!(
+            findings
+                .iter()
+                .map(|f| f.cause().name())
+                .collect::<Vec<_>>(),
+            ["buffered_stream"]
+        );
+        assert!(findings[0]
+            .text(Lang::En)
+            .starts_with("at concurrency 2, 6 streams arrived in bursts"));
+        // Streams as written: nothing of the kind is said.
+        let clean = RunDocument::build(
+            "r".into(),
+            "t".into(),
+            RunStatus::Done,
+            Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
+            Environment::default(),
+            (0..12)
+                .map(|id| tests_support::record(id, 1 + (id / 6) as u32, 200, 20))
+                .collect(),
+        );
+        assert!(clean
+            .levels
+            .iter()
+            .all(|l| l.distorted.is_none() && l.bursts.n_requests == 0));
+        assert!(!clean
+            .environment
+            .conditions
+            .iter()
+            .any(|c| matches!(c, RunCondition::BufferedStream { .. })));
     }
 }

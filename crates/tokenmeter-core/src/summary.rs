@@ -81,6 +81,49 @@ pub struct LevelStats {
     /// Requests whose Resource Timing entry hides when they left the browser (the
     /// server sends no `Timing-Allow-Origin`).
     n_timing_hidden: u64,
+    /// How successful requests' token events came in reads (see
+    /// [`Reads`](crate::record::Reads)):
+    /// requests delivered in bursts, their token events in bursts, all token
+    /// events, and the largest burst.
+    bursts: Bursts,
+}
+
+/// How a level's streams were delivered, summed over successful requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bursts {
+    /// Requests that arrived in bursts (see
+    /// [`Reads::is_burst_delivery`](crate::record::Reads::is_burst_delivery)).
+    pub n_requests: u64,
+    /// Token events in bursts, of those requests.
+    pub n_in_bursts: u64,
+    /// Token events of every successful request.
+    pub n_events: u64,
+    /// The most token events one read carried.
+    pub largest: u64,
+}
+
+impl Bursts {
+    fn is_empty(&self) -> bool {
+        self.n_requests == 0
+    }
+
+    /// Token events delivered in bursts, percent of all.
+    pub fn share_pct(&self) -> f64 {
+        if self.n_events == 0 {
+            0.0
+        } else {
+            100.0 * self.n_in_bursts as f64 / self.n_events as f64
+        }
+    }
+}
+
+impl AddAssign<&Bursts> for Bursts {
+    fn add_assign(&mut self, other: &Bursts) {
+        self.n_requests += other.n_requests;
+        self.n_in_bursts += other.n_in_bursts;
+        self.n_events += other.n_events;
+        self.largest = self.largest.max(other.largest);
+    }
 }
 
 impl LevelStats {
@@ -165,6 +208,13 @@ impl LevelStats {
             article_tps: record.article_tps(),
         });
         self.itl_us.extend(record.itls_us());
+        let reads = record.reads();
+        self.bursts.n_events += reads.n_events;
+        if reads.is_burst_delivery(record.e2e_us()) {
+            self.bursts.n_requests += 1;
+            self.bursts.n_in_bursts += reads.n_in_bursts;
+            self.bursts.largest = self.bursts.largest.max(reads.largest);
+        }
         if let Some((wait, after)) = browser_split_us(self.engine, record) {
             self.browser_wait_us.push(wait);
             self.ttft_after_send_us.push(after);
@@ -263,6 +313,12 @@ impl LevelStats {
             n_usage_counted: self.n_usage_counted,
             n_hidden_reasoning: self.hidden_reasoning,
             n_timing_hidden: self.n_timing_hidden,
+            // Said only where some stream came in bursts (the document stays lean).
+            bursts: if self.bursts.is_empty() {
+                Bursts::default()
+            } else {
+                self.bursts
+            },
             distorted: None,
             n_mismatched: self.n_mismatched,
             mean_abs_mismatch: if self.n_mismatched > 0 {
@@ -331,6 +387,7 @@ impl AddAssign<&LevelStats> for LevelStats {
             .abs_mismatch_total
             .saturating_add(other.abs_mismatch_total);
         self.hidden_reasoning = self.hidden_reasoning.saturating_add(other.hidden_reasoning);
+        self.bursts += &other.bursts;
     }
 }
 
@@ -420,6 +477,10 @@ pub struct Summary {
     /// sends no `Timing-Allow-Origin`, so their TTFT cannot be split.
     #[serde(default)]
     pub n_timing_hidden: u64,
+    /// How the streams were delivered: requests that arrived in bursts, and their
+    /// share of the token events (absent when none did).
+    #[serde(default, skip_serializing_if = "Bursts::is_empty")]
+    pub bursts: Bursts,
     /// What, besides the server, shaped this level's figures so much that the
     /// verdict leaves it out (see [`Distortion`]); `None` for a level measured clean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -471,6 +532,27 @@ pub enum Distortion {
     /// The measuring engine's own event loop ran this late (p95 of its ticks while
     /// requests were in flight, ms): timestamps moved by as much.
     Engine { lag_p95_ms: f64 },
+    /// Most of the level's streams arrived in bursts (`share_pct` of their token
+    /// events, up to `largest` in one read) although the server took its time: a
+    /// gateway that buffers or compresses the stream held them back. TTFT, TPOT
+    /// and ITL there are the gateway's releases, not the server's pace.
+    Buffered {
+        n_requests: u64,
+        share_pct: f64,
+        largest: u64,
+    },
+}
+
+impl Distortion {
+    /// Whether most of `level`'s successful streams arrived in bursts.
+    pub fn buffered(level: &Summary) -> Option<Distortion> {
+        let b = level.bursts;
+        (b.n_requests > 0 && 2 * b.n_requests >= level.n_ok).then(|| Distortion::Buffered {
+            n_requests: b.n_requests,
+            share_pct: b.share_pct(),
+            largest: b.largest,
+        })
+    }
 }
 
 /// Every field of every [`Distortion`] (see [`crate::tagged`]).
@@ -480,6 +562,9 @@ struct DistortionWire {
     protocol: Option<String>,
     connections: Option<u32>,
     lag_p95_ms: Option<f64>,
+    n_requests: Option<u64>,
+    share_pct: Option<f64>,
+    largest: Option<u64>,
 }
 
 impl TryFrom<DistortionWire> for Distortion {
@@ -494,6 +579,11 @@ impl TryFrom<DistortionWire> for Distortion {
             }),
             "engine" => Ok(Distortion::Engine {
                 lag_p95_ms: need(w.lag_p95_ms, by, "lag_p95_ms")?,
+            }),
+            "buffered" => Ok(Distortion::Buffered {
+                n_requests: need(w.n_requests, by, "n_requests")?,
+                share_pct: need(w.share_pct, by, "share_pct")?,
+                largest: need(w.largest, by, "largest")?,
             }),
             _ => Err(WireError::UnknownTag { tag: w.by }),
         }

@@ -173,6 +173,7 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
     let mut left_out = Vec::new();
     let mut by_browser: Option<(Vec<u32>, String, u32)> = None;
     let mut by_engine: Option<(Vec<u32>, f64)> = None;
+    let mut by_gateway: Option<(Vec<u32>, f64, u64)> = None;
     for s in summaries {
         let (Some(concurrency), Some(distortion)) = (s.concurrency, &s.distorted) else {
             continue;
@@ -192,6 +193,14 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
                 entry.0.push(concurrency);
                 entry.1 = entry.1.max(*lag_p95_ms);
             }
+            Distortion::Buffered {
+                share_pct, largest, ..
+            } => {
+                let entry = by_gateway.get_or_insert((Vec::new(), 0.0, 0));
+                entry.0.push(concurrency);
+                entry.1 = entry.1.max(*share_pct);
+                entry.2 = entry.2.max(*largest);
+            }
         }
     }
     if let Some((levels, protocol, connections)) = by_browser {
@@ -203,6 +212,13 @@ pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Ver
     }
     if let Some((levels, lag_p95_ms)) = by_engine {
         left_out.push(Sentence::LeftOutEngineLag { levels, lag_p95_ms });
+    }
+    if let Some((levels, share_pct, largest)) = by_gateway {
+        left_out.push(Sentence::LeftOutBuffered {
+            levels,
+            share_pct,
+            largest,
+        });
     }
     let noise = noise_sentence(summaries);
     if left_out.is_empty() {

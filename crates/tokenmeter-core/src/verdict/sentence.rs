@@ -111,6 +111,14 @@ pub enum Sentence {
     /// Levels left out of the analysis: the engine's own event loop ran late
     /// while their requests were in flight (the worst p95 among them, ms).
     LeftOutEngineLag { levels: Vec<u32>, lag_p95_ms: f64 },
+    /// Levels left out of the analysis: their streams arrived in bursts (up to
+    /// `share_pct` of the token events, up to `largest` in one read), as a gateway
+    /// that buffers or compresses the stream releases them.
+    LeftOutBuffered {
+        levels: Vec<u32>,
+        share_pct: f64,
+        largest: u64,
+    },
     /// The noise between the passes of a repeated ladder: the widest spread of
     /// output tokens/s (at `output_tps_at`) and of p95 TTFT, percent.
     Noise {
@@ -166,6 +174,8 @@ struct SentenceWire {
     protocol: Option<String>,
     levels: Option<Vec<u32>>,
     lag_p95_ms: Option<f64>,
+    share_pct: Option<f64>,
+    largest: Option<u64>,
     passes: Option<u32>,
     output_tps_pct: Option<f64>,
     output_tps_at: Option<u32>,
@@ -259,6 +269,11 @@ impl TryFrom<SentenceWire> for Sentence {
             "left_out_engine_lag" => Sentence::LeftOutEngineLag {
                 levels: need(w.levels, k, "levels")?,
                 lag_p95_ms: need(w.lag_p95_ms, k, "lag_p95_ms")?,
+            },
+            "left_out_buffered" => Sentence::LeftOutBuffered {
+                levels: need(w.levels, k, "levels")?,
+                share_pct: need(w.share_pct, k, "share_pct")?,
+                largest: need(w.largest, k, "largest")?,
             },
             "noise" => Sentence::Noise {
                 passes: need(w.passes, k, "passes")?,
@@ -489,6 +504,18 @@ impl Sentence {
                     format!("Left out of this verdict: {list}, where the engine's own event loop ran late while requests were in flight ({lag_p95_ms:.0} ms at p95), so part of their timings is the tool's; measure them with fewer streams per browser or on a faster machine.")
                 }
             }
+            Sentence::LeftOutBuffered {
+                levels,
+                share_pct,
+                largest,
+            } => {
+                let list = list(levels, lang);
+                if zh {
+                    format!("{list}不计入结论：流是成批到达的（{share_pct:.0}% 的 token 成批到达，一次最多 {largest} 个），像是中间的网关或代理在缓冲或压缩响应：那里的 TTFT、TPOT 和 ITL 是它放行的节奏，不是服务端的（怎么办见说明）。")
+                } else {
+                    format!("Left out of this verdict: {list}, where the stream arrived in bursts ({share_pct:.0}% of the tokens, up to {largest} at once), as a gateway or proxy that buffers or compresses it releases them: TTFT, TPOT and ITL there are its releases, not the server's pace (the notes say what to change).")
+                }
+            }
             Sentence::Noise {
                 passes,
                 output_tps_pct,
@@ -669,6 +696,11 @@ mod tests {
             Sentence::LeftOutEngineLag {
                 levels: vec![256],
                 lag_p95_ms: 31.5,
+            },
+            Sentence::LeftOutBuffered {
+                levels: vec![1, 2],
+                share_pct: 98.0,
+                largest: 64,
             },
             Sentence::Noise {
                 passes: 3,
