@@ -70,10 +70,10 @@ const site = await serveStatic(dist, '/');
 const browser = await launch(['--ignore-certificate-errors']);
 try {
   const plain = await startSim(['--max-batch', '64']);
-  report('HTTP/1.1 (plain http://)', await runLadder(browser, site, plain, SMOKE ? [1, 2] : [1, 2, 4, 8], SMOKE ? 8 : 64, SMOKE ? 4 : 8));
+  report('HTTP/1.1 (plain http://)', await runLadder(browser, site, plain, SMOKE ? [1] : [1, 2, 4, 8], SMOKE ? 8 : 64, SMOKE ? 2 : 8));
   plain.close();
   const tls = await startSim(['--tls', '--max-batch', '64']);
-  report('HTTP/2 (https://, self-signed)', await runLadder(browser, site, tls, SMOKE ? [1, 2] : [1, 4, 16, 32], SMOKE ? 8 : 64, SMOKE ? 4 : 32));
+  report('HTTP/2 (https://, self-signed)', await runLadder(browser, site, tls, SMOKE ? [1] : [1, 4, 16, 32], SMOKE ? 8 : 64, SMOKE ? 2 : 32));
   tls.close();
 } finally {
   await browser.close();
