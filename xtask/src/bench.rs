@@ -202,6 +202,16 @@ fn debug_builds(env: &Env, root: &Path, name: &str) -> Result<Builds> {
         crate::test::build_e2e_dist(env, root)?;
     }
     build_binaries(root, "dev")?;
+    if name == "sim" {
+        exec(Command::new("cargo").current_dir(root).args([
+            "build",
+            "--locked",
+            "--workspace",
+            "--exclude",
+            "tokenmeter",
+            "--examples",
+        ]))?;
+    }
     Ok(Builds {
         dist: root.join(crate::test::E2E_DIST),
         sim_bin: root.join("target/debug/tokenmeter-sim"),
@@ -214,48 +224,32 @@ fn debug_builds(env: &Env, root: &Path, name: &str) -> Result<Builds> {
 fn command(env: &Env, root: &Path, builds: &Builds, name: &str, args: &[String]) -> Command {
     let mut cmd = match name {
         "core" if builds.smoke => {
-            // Debug, in the test profile: the benchmark's `main` runs once.
+            // Debug, in the test profile: the benchmark's `main` runs once. With the
+            // workspace's features (as the test command built them), so that no
+            // dependency is built again for it.
             let mut c = Command::new("cargo");
-            c.args([
-                "test",
-                "--locked",
-                "-p",
-                "tokenmeter-core",
-                "--bench",
-                "core",
-            ]);
+            c.args(["test", "--locked", "--workspace", "--exclude", "tokenmeter"])
+                .args(["--bench", "core"]);
             c
         }
         "core" => {
             let mut c = Command::new("cargo");
-            c.args([
-                "bench",
-                "--locked",
-                "-p",
-                "tokenmeter-core",
-                "--bench",
-                "core",
-            ]);
+            c.args(["bench", "--locked", "-p", "tokenmeter-core"])
+                .args(["--bench", "core"]);
+            c
+        }
+        "sim" if builds.smoke => {
+            // The example as the test command's native layer built it (with the
+            // workspace's features; `debug_builds` builds it for a lone smoke run).
+            let mut c = Command::new(root.join("target/debug/examples/bench_sim"));
+            c.arg("10").args(args);
             c
         }
         "sim" => {
             let mut c = Command::new("cargo");
-            c.args([
-                "run",
-                "--locked",
-                "-p",
-                "tokenmeter-sim",
-                "--example",
-                "bench_sim",
-            ]);
-            if !builds.smoke {
-                c.arg("--release");
-            }
-            c.arg("--");
-            if builds.smoke {
-                c.arg("10");
-            }
-            c.args(args);
+            c.args(["run", "--locked", "--release", "-p", "tokenmeter-sim"])
+                .args(["--example", "bench_sim", "--"])
+                .args(args);
             c
         }
         "locust" => {
