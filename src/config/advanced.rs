@@ -3,9 +3,13 @@
 //! SLO the verdict uses. Folded away by default; the defaults suit the simulator.
 
 use leptos::prelude::*;
-use tokenmeter_core::{draft::LoadKind, plan::AuthStyle, stream::EndpointKind};
+use tokenmeter_core::{
+    draft::{LengthDist, LoadKind},
+    plan::AuthStyle,
+    stream::EndpointKind,
+};
 
-use super::draft::DraftSignals;
+use super::draft::{DraftSignals, LengthSignals};
 use crate::widgets::{Check, Field, Select, TextArea};
 
 /// The choices, with the codes scripts select by (`data-testid` interface).
@@ -16,6 +20,19 @@ const ENDPOINTS: &[(EndpointKind, &str, &str)] = &[
 const AUTH_STYLES: &[(AuthStyle, &str, &str)] = &[
     (AuthStyle::Bearer, "bearer", "Authorization: Bearer"),
     (AuthStyle::ApiKeyHeader, "api_key_header", "api-key header"),
+];
+const LENGTH_DISTS: &[(LengthDist, &str, &str)] = &[
+    (LengthDist::Fixed, "fixed", "the same for every request"),
+    (
+        LengthDist::Uniform,
+        "uniform",
+        "uniform between min and max",
+    ),
+    (
+        LengthDist::Normal,
+        "normal",
+        "normal (mean, stdev), clipped to min and max",
+    ),
 ];
 const LOAD_KINDS: &[(LoadKind, &str, &str)] = &[
     (
@@ -40,6 +57,48 @@ const LOAD_KINDS: &[(LoadKind, &str, &str)] = &[
     ),
 ];
 
+/// The hooks of a length's fields: how it is drawn, then `min`, `max`, `mean`
+/// and `stdev` (`{how}-min` and so on).
+const OUTPUT_LENGTH_HOOKS: [&str; 5] = [
+    "output-lengths",
+    "output-lengths-min",
+    "output-lengths-max",
+    "output-lengths-mean",
+    "output-lengths-stdev",
+];
+const INPUT_LENGTH_HOOKS: [&str; 5] = [
+    "input-lengths",
+    "input-lengths-min",
+    "input-lengths-max",
+    "input-lengths-mean",
+    "input-lengths-stdev",
+];
+
+/// A length drawn per request: how, then its figures (a normal one's mean and
+/// standard deviation too).
+#[component]
+fn LengthFields(
+    label: &'static str,
+    hooks: [&'static str; 5],
+    lengths: LengthSignals,
+    running: Signal<bool>,
+) -> impl IntoView {
+    let [testid, min, max, mean, stdev] = hooks;
+    view! {
+        <Select label=label testid=testid value=lengths.dist options=LENGTH_DISTS disabled=running/>
+        <Show when=move || lengths.dist.get() != LengthDist::Fixed>
+            <div class="field-row">
+                <Field label="min" testid=min value=lengths.min kind="number" disabled=running/>
+                <Field label="max" testid=max value=lengths.max kind="number" disabled=running/>
+                <Show when=move || lengths.dist.get() == LengthDist::Normal>
+                    <Field label="mean" testid=mean value=lengths.mean kind="number" disabled=running/>
+                    <Field label="stdev" testid=stdev value=lengths.stdev kind="number" disabled=running/>
+                </Show>
+            </div>
+        </Show>
+    }
+}
+
 #[component]
 pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
     let d = draft;
@@ -54,6 +113,14 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
                 <Field label="Temperature" testid="temperature" value=d.temperature disabled=running/>
                 <Field label="Prompt of N tokens" testid="prompt-tokens" value=d.prompt_tokens disabled=running/>
             </div>
+            <LengthFields label="Output lengths (max_tokens per request)" hooks=OUTPUT_LENGTH_HOOKS lengths=d.output_lengths running=running/>
+            <Check
+                label="Force output lengths (min_tokens and ignore_eos, which vLLM and SGLang read)"
+                testid="force-output-lengths"
+                value=d.force_output_lengths
+                disabled=running
+            />
+            <LengthFields label="Input lengths (a generated prompt of N tokens per request)" hooks=INPUT_LENGTH_HOOKS lengths=d.input_lengths running=running/>
             <Check
                 label="Ask for usage (stream_options.include_usage); turn off for servers that reject it"
                 testid="include-usage"

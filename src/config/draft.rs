@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::{LoadKind, PlanDraft, PlanProblem, TargetDraft},
+    draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, PlanProblem, TargetDraft},
     plan::{AbOrder, AuthStyle, Plan, PromptMode},
     stream::EndpointKind,
 };
@@ -47,6 +47,53 @@ impl TargetRow {
     }
 }
 
+/// The fields of lengths drawn per request (see [`LengthsDraft`]).
+#[derive(Clone, Copy)]
+pub struct LengthSignals {
+    pub dist: RwSignal<LengthDist>,
+    pub min: RwSignal<String>,
+    pub max: RwSignal<String>,
+    pub mean: RwSignal<String>,
+    pub stdev: RwSignal<String>,
+}
+
+impl LengthSignals {
+    fn new() -> LengthSignals {
+        LengthSignals {
+            dist: RwSignal::default(),
+            min: RwSignal::default(),
+            max: RwSignal::default(),
+            mean: RwSignal::default(),
+            stdev: RwSignal::default(),
+        }
+    }
+
+    fn get_untracked(&self) -> LengthsDraft {
+        LengthsDraft {
+            dist: self.dist.get_untracked(),
+            min: self.min.get_untracked(),
+            max: self.max.get_untracked(),
+            mean: self.mean.get_untracked(),
+            stdev: self.stdev.get_untracked(),
+        }
+    }
+
+    fn set(&self, draft: LengthsDraft) {
+        let LengthsDraft {
+            dist,
+            min,
+            max,
+            mean,
+            stdev,
+        } = draft;
+        self.dist.set(dist);
+        self.min.set(min);
+        self.max.set(max);
+        self.mean.set(mean);
+        self.stdev.set(stdev);
+    }
+}
+
 /// The plan panel's fields.
 #[derive(Clone, Copy)]
 pub struct DraftSignals {
@@ -56,6 +103,9 @@ pub struct DraftSignals {
     pub prompt_mode: RwSignal<PromptMode>,
     pub prefix_tokens: RwSignal<String>,
     pub prefix_groups: RwSignal<String>,
+    pub output_lengths: LengthSignals,
+    pub input_lengths: LengthSignals,
+    pub force_output_lengths: RwSignal<bool>,
     pub max_tokens: RwSignal<String>,
     pub timeout_s: RwSignal<String>,
     pub levels: RwSignal<String>,
@@ -94,6 +144,9 @@ impl DraftSignals {
             prompt_mode: RwSignal::default(),
             prefix_tokens: RwSignal::default(),
             prefix_groups: RwSignal::default(),
+            output_lengths: LengthSignals::new(),
+            input_lengths: LengthSignals::new(),
+            force_output_lengths: RwSignal::default(),
             max_tokens: RwSignal::default(),
             timeout_s: RwSignal::default(),
             levels: RwSignal::default(),
@@ -132,6 +185,9 @@ impl DraftSignals {
             prompt_mode: self.prompt_mode.get_untracked(),
             prefix_tokens: self.prefix_tokens.get_untracked(),
             prefix_groups: self.prefix_groups.get_untracked(),
+            output_lengths: self.output_lengths.get_untracked(),
+            input_lengths: self.input_lengths.get_untracked(),
+            force_output_lengths: self.force_output_lengths.get_untracked(),
             max_tokens: self.max_tokens.get_untracked(),
             timeout_s: self.timeout_s.get_untracked(),
             levels: self.levels.get_untracked(),
@@ -179,6 +235,9 @@ impl DraftSignals {
             prompt_mode,
             prefix_tokens,
             prefix_groups,
+            output_lengths,
+            input_lengths,
+            force_output_lengths,
             max_tokens,
             timeout_s,
             levels,
@@ -210,6 +269,9 @@ impl DraftSignals {
         self.prompt_mode.set(prompt_mode);
         self.prefix_tokens.set(prefix_tokens);
         self.prefix_groups.set(prefix_groups);
+        self.output_lengths.set(output_lengths);
+        self.input_lengths.set(input_lengths);
+        self.force_output_lengths.set(force_output_lengths);
         self.max_tokens.set(max_tokens);
         self.timeout_s.set(timeout_s);
         self.levels.set(levels);

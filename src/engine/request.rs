@@ -183,6 +183,7 @@ pub async fn send(
     };
     let body_end_us = clock.now_us();
     let mut record = builder.finish(end, body_end_us);
+    record.asked_tokens = target.bodies.asked_tokens(start.id);
     // A server or gateway may echo the key back in an error: it never leaves here.
     if let Some(error) = record.error.as_mut() {
         let secrets: Vec<&str> = target.secrets.iter().map(String::as_str).collect();

@@ -134,6 +134,16 @@ pub enum RunCondition {
         share_pct: f64,
         largest: u64,
     },
+    /// `n_early` of the `n_requests` successful requests ended on their own before
+    /// the output length they asked for (`asked_mean` asked, `produced_mean`
+    /// produced on average); `forced` when the plan asked the server to go on.
+    StoppedEarly {
+        n_requests: u64,
+        n_early: u64,
+        asked_mean: f64,
+        produced_mean: f64,
+        forced: bool,
+    },
 }
 
 /// Why requests got no response (see [`RunCondition::NoResponse`]).
@@ -197,6 +207,10 @@ struct ConditionWire {
     levels: Option<Vec<u32>>,
     share_pct: Option<f64>,
     largest: Option<u64>,
+    n_early: Option<u64>,
+    asked_mean: Option<f64>,
+    produced_mean: Option<f64>,
+    forced: Option<bool>,
 }
 
 /// `cause` is a string in `no_response` and an object in `interrupted`.
@@ -296,6 +310,13 @@ impl TryFrom<ConditionWire> for RunCondition {
             "request_cap_reached" => RunCondition::RequestCapReached {
                 concurrency: need(w.concurrency, k, "concurrency")?,
                 limit: need(w.limit, k, "limit")?,
+            },
+            "stopped_early" => RunCondition::StoppedEarly {
+                n_requests: need(w.n_requests, k, "n_requests")?,
+                n_early: need(w.n_early, k, "n_early")?,
+                asked_mean: need(w.asked_mean, k, "asked_mean")?,
+                produced_mean: need(w.produced_mean, k, "produced_mean")?,
+                forced: w.forced.unwrap_or(false),
             },
             "buffered_stream" => RunCondition::BufferedStream {
                 levels: need(w.levels, k, "levels")?,
@@ -489,6 +510,18 @@ impl RunCondition {
                     format!("timer resolution is {resolution_us:.0} µs: serve the page cross-origin isolated (COOP + COEP) for 5 µs")
                 }
             }
+            RunCondition::StoppedEarly {
+                n_requests,
+                n_early,
+                asked_mean,
+                produced_mean,
+                forced,
+            } => match (forced, zh) {
+                (false, true) => format!("{n_requests} 个成功的请求中有 {n_early} 个在达到所要求的输出长度之前就自行结束了（finish_reason 为 stop）：平均要求 {asked_mean:.0} 个 token，实际生成 {produced_mean:.0} 个。每个 token 的 TTFT、TPOT 不受影响，但 E2E 和吞吐是更短回答的数值；要测量计划的长度，请勾选“强制输出长度”（min_tokens 与 ignore_eos，vLLM 和 SGLang 支持）"),
+                (false, false) => format!("{n_early} of {n_requests} successful requests ended on their own (finish_reason stop) before the output length they asked for: {produced_mean:.0} tokens produced on average where {asked_mean:.0} were asked. TTFT and TPOT hold per token, but E2E and throughput are those of shorter answers than the plan's; tick Force output lengths (min_tokens and ignore_eos, which vLLM and SGLang read) to measure the lengths asked"),
+                (true, true) => format!("{n_requests} 个成功的请求中有 {n_early} 个在达到所要求的输出长度之前就结束了（平均要求 {asked_mean:.0} 个 token，实际 {produced_mean:.0} 个），尽管计划要求服务端继续（min_tokens、ignore_eos）：这个服务端不理会这两个字段；E2E 和吞吐是更短回答的数值"),
+                (true, false) => format!("{n_early} of {n_requests} successful requests ended before the output length they asked for ({produced_mean:.0} tokens produced on average where {asked_mean:.0} were asked) although the plan asked the server to go on (min_tokens, ignore_eos): this server ignores them, and E2E and throughput are those of shorter answers than the plan's"),
+            },
             RunCondition::BufferedStream {
                 ref levels,
                 n_requests,
@@ -517,6 +550,26 @@ impl RunCondition {
             },
         }
     }
+}
+
+/// Answers that ended before the length asked are worth a note from this share of
+/// the successful requests: one short answer among many says nothing.
+pub const STOPPED_EARLY_SHARE: f64 = 0.1;
+
+/// The run's answers that ended on their own before the length asked (`total`,
+/// the whole run's summary), when they are a tenth of the successes or more.
+pub fn stopped_early(total: &Summary, forced: bool) -> Option<RunCondition> {
+    let early = total.early;
+    let n = total.n_ok;
+    (early.n_requests > 0 && early.n_requests as f64 >= STOPPED_EARLY_SHARE * n as f64).then(|| {
+        RunCondition::StoppedEarly {
+            n_requests: n,
+            n_early: early.n_requests,
+            asked_mean: early.asked_tokens as f64 / early.n_requests as f64,
+            produced_mean: early.produced_tokens as f64 / early.n_requests as f64,
+            forced,
+        }
+    })
 }
 
 /// The levels whose streams arrived in bursts (marked
@@ -1013,6 +1066,13 @@ mod tests {
                 share_pct: 98.5,
                 largest: 100,
             },
+            RunCondition::StoppedEarly {
+                n_requests: 40,
+                n_early: 12,
+                asked_mean: 256.0,
+                produced_mean: 80.5,
+                forced: true,
+            },
         ];
         let json = serde_json::to_string(&all).unwrap();
         assert_eq!(
@@ -1264,5 +1324,32 @@ mod tests {
             c.text(Lang::En)
         );
         assert!(c.text(Lang::Zh).contains("尽管每个请求的提示词都不同"));
+    }
+
+    #[test]
+    fn answers_that_end_before_the_length_asked_are_said_from_a_tenth_of_them() {
+        let build = |n_early: u64| {
+            let mut stats = crate::summary::LevelStats::new(1);
+            for id in 0..20u64 {
+                let mut r = crate::chart::tests_support::record(id, 1, 100, 20);
+                r.finish_reason = Some(if id < n_early { "stop" } else { "length" }.into());
+                r.asked_tokens = Some(if id < n_early { 64 } else { 10 });
+                stats.add(&r);
+            }
+            stats.summary(&Default::default())
+        };
+        let total = build(4);
+        assert_eq!(total.early.n_requests, 4);
+        assert_eq!(total.output_tokens.unwrap().mean, 10.0);
+        let c = stopped_early(&total, false).unwrap();
+        assert!(c.text(Lang::En).starts_with("4 of 20 successful requests ended on their own (finish_reason stop) before the output length they asked for: 10 tokens produced on average where 64 were asked"), "{}", c.text(Lang::En));
+        assert!(c.text(Lang::Zh).contains("强制输出长度"));
+        assert!(stopped_early(&total, true)
+            .unwrap()
+            .text(Lang::En)
+            .contains("this server ignores them"));
+        // One in twenty: not worth saying; none: nothing.
+        assert_eq!(stopped_early(&build(1), false), None);
+        assert_eq!(stopped_early(&build(0), false), None);
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::{
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
-        AuthStyle, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS,
+        AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS,
         MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
     stream::EndpointKind,
@@ -46,6 +46,10 @@ pub struct PlanDraft {
     /// A shared prefix's length in tokens, and how many groups share one.
     pub prefix_tokens: String,
     pub prefix_groups: String,
+    /// Lengths drawn per request: of the output, and of a generated prompt.
+    pub output_lengths: LengthsDraft,
+    pub input_lengths: LengthsDraft,
+    pub force_output_lengths: bool,
     pub max_tokens: String,
     pub timeout_s: String,
     /// Concurrency levels (`1,2,4`); the duration mode uses the first.
@@ -82,6 +86,84 @@ pub struct PlanDraft {
     pub slo_error_pct: String,
 }
 
+/// How a length is given on the form.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LengthDist {
+    /// One length for every request (the plan's max_tokens, or prompt length).
+    #[default]
+    Fixed,
+    Uniform,
+    Normal,
+}
+
+/// Lengths drawn per request, as typed (see [`crate::plan::Lengths`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LengthsDraft {
+    pub dist: LengthDist,
+    pub min: String,
+    pub max: String,
+    pub mean: String,
+    pub stdev: String,
+}
+
+impl LengthsDraft {
+    fn of(lengths: Option<Lengths>) -> LengthsDraft {
+        match lengths {
+            None => LengthsDraft::default(),
+            Some(l) => LengthsDraft {
+                dist: if l.stdev.is_some() {
+                    LengthDist::Normal
+                } else {
+                    LengthDist::Uniform
+                },
+                min: l.min.to_string(),
+                max: l.max.to_string(),
+                mean: optional(l.mean),
+                stdev: optional(l.stdev),
+            },
+        }
+    }
+
+    /// The lengths, or why not (each problem about `field`).
+    fn read(
+        &self,
+        what: &str,
+        field: DraftField,
+        problems: &mut Vec<PlanProblem>,
+    ) -> Option<Lengths> {
+        if self.dist == LengthDist::Fixed {
+            return None;
+        }
+        let (min, max) = (whole(&self.min), whole(&self.max));
+        let (Some(min), Some(max)) = (min, max) else {
+            problems.push(PlanProblem::at(
+                field,
+                format!("{what} lengths need a whole number of tokens for min and max"),
+            ));
+            return None;
+        };
+        let (mean, stdev) = match self.dist {
+            LengthDist::Normal => match (number(&self.mean), number(&self.stdev)) {
+                (Some(mean), Some(stdev)) if stdev >= 0.0 => (Some(mean), Some(stdev)),
+                _ => {
+                    problems.push(PlanProblem::at(
+                        field,
+                        format!("normal {what} lengths need a mean and a standard deviation of 0 or more"),
+                    ));
+                    return None;
+                }
+            },
+            _ => (None, None),
+        };
+        Some(Lengths {
+            min,
+            max,
+            mean,
+            stdev,
+        })
+    }
+}
+
 /// Another target of an A/B plan, as typed (its key is the page's, never here).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TargetDraft {
@@ -105,6 +187,8 @@ pub enum DraftField {
     PromptTokens,
     PrefixTokens,
     PrefixGroups,
+    OutputLengths,
+    InputLengths,
     Rate,
     Duration,
     SearchMax,
@@ -153,6 +237,9 @@ impl Default for PlanDraft {
             prompt_mode: PromptMode::Unique,
             prefix_tokens: "1000".into(),
             prefix_groups: "1".into(),
+            output_lengths: LengthsDraft::default(),
+            input_lengths: LengthsDraft::default(),
+            force_output_lengths: false,
             max_tokens: String::new(),
             timeout_s: String::new(),
             levels: String::new(),
@@ -198,6 +285,9 @@ impl PlanDraft {
         self.model = plan.model.clone();
         self.prompt = plan.prompt_text();
         self.prompt_mode = plan.prompt_mode;
+        self.output_lengths = LengthsDraft::of(plan.output_lengths);
+        self.input_lengths = LengthsDraft::of(plan.input_lengths);
+        self.force_output_lengths = plan.force_output_lengths;
         if plan.prompt_mode == PromptMode::SharedPrefix {
             self.prefix_tokens = plan.prefix_tokens.to_string();
             self.prefix_groups = plan.prefix_groups.to_string();
@@ -295,6 +385,13 @@ impl PlanDraft {
         }
         plan.model = self.model.trim().to_owned();
         plan.prompt_mode = self.prompt_mode;
+        plan.output_lengths = self
+            .output_lengths
+            .read("output", F::OutputLengths, &mut problems);
+        plan.input_lengths = self
+            .input_lengths
+            .read("input", F::InputLengths, &mut problems);
+        plan.force_output_lengths = self.force_output_lengths;
         // Only a shared prefix reads its two fields: the others leave them as they were.
         if self.prompt_mode == PromptMode::SharedPrefix {
             let min = 2 * UNIQUE_HEADER_TOKENS;

@@ -31,6 +31,8 @@ pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 /// The longest generated prompt, tokens: a plan from a link must not be able to
 /// make the page build gigabytes of text.
 pub const MAX_PROMPT_TOKENS: u32 = 131_072;
+/// The longest output a drawn length may ask for.
+pub const MAX_OUTPUT_TOKENS: u32 = 131_072;
 /// The most requests in one level (or arrivals in one run): every record is kept.
 pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
 /// The most measured requests one run sends: every request is a record the page
@@ -177,6 +179,76 @@ pub struct Bodies {
     seed: Option<u64>,
     /// A shared prefix's text per group (escaped for JSON), before the header.
     prefixes: Vec<String>,
+    /// With lengths that vary, the plan and the seed: each request's body is made
+    /// whole (its own `max_tokens`, its own generated prompt).
+    varying: Option<(Box<Plan>, u64)>,
+    /// Every request's `max_tokens` when it is one for all (unknown for a body
+    /// given as it is).
+    max_tokens: Option<u32>,
+}
+
+/// How a length in tokens is drawn for each request: uniform from `min` to `max`,
+/// or, with `mean` and `stdev`, normal around `mean` and clipped to them. Drawn
+/// from the run's seed and the request's id, so a run's lengths are reproducible
+/// and each request's is its own whatever order the requests go in.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lengths {
+    pub min: u32,
+    pub max: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdev: Option<f64>,
+}
+
+/// Keeps the output and the input lengths of one request apart.
+const OUTPUT_SALT: u64 = 0x6f75_7470_7574;
+const INPUT_SALT: u64 = 0x0069_6e70_7574;
+
+impl Lengths {
+    /// The length of request `request_id` in a run with `seed` (`salt` tells the
+    /// output's from the input's). A normal draw sums twelve uniforms (Irwin and
+    /// Hall: mean 6, variance 1), which needs nothing but additions, so any client
+    /// that draws the same way gets the same lengths.
+    pub fn draw(&self, seed: u64, request_id: u64, salt: u64) -> u32 {
+        let mut state = seed ^ salt ^ request_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut uniform = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (min, max) = (self.min.min(self.max), self.max.max(self.min));
+        let value = match (self.mean, self.stdev) {
+            (Some(mean), Some(stdev)) => {
+                let z = (0..12).map(|_| uniform()).sum::<f64>() - 6.0;
+                (mean + stdev * z + 0.5).floor()
+            }
+            _ => f64::from(min) + (uniform() * (f64::from(max - min) + 1.0)).floor(),
+        };
+        value.clamp(f64::from(min), f64::from(max)) as u32
+    }
+
+    /// What is wrong with these lengths of `what`, at most `cap` tokens.
+    fn problems(&self, what: &str, cap: u32) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.min == 0 || self.min > self.max || self.max > cap {
+            problems.push(format!(
+                "{what} lengths need 1 ≤ min ≤ max ≤ {cap} (min {}, max {})",
+                self.min, self.max
+            ));
+        }
+        match (self.mean, self.stdev) {
+            (None, None) => {}
+            (Some(mean), Some(stdev)) if mean.is_finite() && stdev.is_finite() && stdev >= 0.0 => {
+            }
+            _ => problems.push(format!(
+                "a normal distribution of {what} lengths needs a mean and a standard deviation of 0 or more"
+            )),
+        }
+        problems
+    }
 }
 
 /// The most groups a shared prefix may have.
@@ -200,6 +272,16 @@ const HEADER_MARK_JSON: &str = "\\u0001tm-header\\u0001";
 impl Bodies {
     /// The bodies of `plan`'s requests in a run whose seed is `seed`.
     pub fn new(plan: &Plan, seed: u64) -> Bodies {
+        if plan.lengths_vary() {
+            return Bodies {
+                head: String::new(),
+                tail: String::new(),
+                seed: Some(seed),
+                prefixes: Vec::new(),
+                varying: Some((Box::new(plan.clone()), seed)),
+                max_tokens: None,
+            };
+        }
         let mut spec = plan.body_spec();
         if plan.prompt_mode == PromptMode::Same {
             return Bodies {
@@ -207,6 +289,8 @@ impl Bodies {
                 tail: String::new(),
                 seed: None,
                 prefixes: Vec::new(),
+                varying: None,
+                max_tokens: Some(plan.max_tokens),
             };
         }
         let prefixes = match plan.prompt_mode {
@@ -225,6 +309,8 @@ impl Bodies {
             tail: json[at + HEADER_MARK_JSON.len()..].to_owned(),
             seed: Some(seed),
             prefixes,
+            varying: None,
+            max_tokens: Some(plan.max_tokens),
         }
     }
 
@@ -235,6 +321,16 @@ impl Bodies {
             tail: String::new(),
             seed: None,
             prefixes: Vec::new(),
+            varying: None,
+            max_tokens: None,
+        }
+    }
+
+    /// The output length request `request_id` asks for, when known.
+    pub fn asked_tokens(&self, request_id: u64) -> Option<u32> {
+        match &self.varying {
+            Some((plan, seed)) => Some(plan.asked_output_tokens(*seed, request_id)),
+            None => self.max_tokens,
         }
     }
 
@@ -246,6 +342,19 @@ impl Bodies {
     /// The body of request `request_id`. (The header is plain ASCII words: it
     /// needs no JSON escaping.)
     pub fn body(&self, request_id: u64) -> String {
+        if let Some((plan, seed)) = &self.varying {
+            let front = match plan.prompt_mode {
+                PromptMode::Same => String::new(),
+                PromptMode::Unique => unique_header(*seed, request_id),
+                PromptMode::SharedPrefix => {
+                    let groups = u64::from(plan.prefix_groups.clamp(1, MAX_PREFIX_GROUPS));
+                    let group = (request_id % groups) as u32;
+                    shared_prefix(*seed, group, plan.prefix_tokens)
+                        + &unique_header(*seed, request_id)
+                }
+            };
+            return request_body(&plan.request_spec(*seed, request_id, &front)).to_string();
+        }
         match self.seed {
             None => self.head.clone(),
             Some(seed) => {
@@ -421,6 +530,19 @@ pub struct Plan {
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub prefix_groups: u32,
     pub max_tokens: u32,
+    /// Each request's output length drawn from these (its `max_tokens`); absent:
+    /// `max_tokens` for every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_lengths: Option<Lengths>,
+    /// Each request's generated prompt of a length drawn from these; absent: the
+    /// prompt's own. Only for a generated prompt (`prompt.tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_lengths: Option<Lengths>,
+    /// Ask the server for exactly the output length asked, not less: `min_tokens`
+    /// and `ignore_eos` in the body (vLLM and SGLang read them; other servers
+    /// ignore them or refuse them).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub force_output_lengths: bool,
     #[serde(default)]
     pub temperature: Option<f64>,
     /// Ask for the usage chunk (`stream_options.include_usage`).
@@ -474,6 +596,10 @@ fn is_one(n: &u32) -> bool {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
@@ -550,6 +676,9 @@ impl Plan {
             seed: None,
             prefix_tokens: 0,
             prefix_groups: 1,
+            output_lengths: None,
+            input_lengths: None,
+            force_output_lengths: false,
             // Short answers keep the default ladder under half a minute on the
             // simulator.
             max_tokens: 64,
@@ -613,7 +742,7 @@ impl Plan {
     }
 
     pub fn body_spec(&self) -> BodySpec {
-        BodySpec {
+        let mut spec = BodySpec {
             kind: self.endpoint,
             model: self.model.clone(),
             prompt: self.prompt_text(),
@@ -621,7 +750,57 @@ impl Plan {
             temperature: self.temperature,
             include_usage: self.include_usage,
             extra: self.extra_body.clone(),
+        };
+        self.force(&mut spec);
+        spec
+    }
+
+    /// With `force_output_lengths`: `min_tokens` as `max_tokens` and `ignore_eos`,
+    /// unless the plan's extra body fields say otherwise.
+    fn force(&self, spec: &mut BodySpec) {
+        if self.force_output_lengths {
+            let asked = spec.max_tokens;
+            let extra = &mut spec.extra;
+            if !self.extra_body.contains_key("min_tokens") {
+                extra.insert("min_tokens".into(), asked.into());
+            }
+            if !self.extra_body.contains_key("ignore_eos") {
+                extra.insert("ignore_eos".into(), true.into());
+            }
         }
+    }
+
+    /// The output length request `request_id` asks for (its `max_tokens`).
+    pub fn asked_output_tokens(&self, seed: u64, request_id: u64) -> u32 {
+        self.output_lengths
+            .map_or(self.max_tokens, |l| l.draw(seed, request_id, OUTPUT_SALT))
+    }
+
+    /// Whether requests differ in their lengths (each body made on its own).
+    pub fn lengths_vary(&self) -> bool {
+        self.output_lengths.is_some() || self.input_lengths.is_some()
+    }
+
+    /// The body spec of request `request_id`: its own lengths, and its prompt text
+    /// after what goes in front of it (a shared prefix, its header).
+    fn request_spec(&self, seed: u64, request_id: u64, front: &str) -> BodySpec {
+        let mut spec = BodySpec {
+            max_tokens: self.asked_output_tokens(seed, request_id),
+            ..self.body_spec()
+        };
+        if let (Some(lengths), PromptSpec::Tokens(_)) = (self.input_lengths, &self.prompt) {
+            let n = lengths.draw(seed, request_id, INPUT_SALT);
+            let header = if self.prompt_mode == PromptMode::Same {
+                0
+            } else {
+                UNIQUE_HEADER_TOKENS
+            };
+            spec.prompt = generated_prompt(n.saturating_sub(header).max(1));
+        }
+        spec.extra = self.extra_body.clone();
+        self.force(&mut spec);
+        spec.prompt.insert_str(0, front);
+        spec
     }
 
     /// Checks the plan; every problem is one sentence a user can act on.
@@ -655,6 +834,15 @@ impl Plan {
                 problems.push(format!(
                     "a generated prompt can be at most {MAX_PROMPT_TOKENS} tokens"
                 ));
+            }
+        }
+        if let Some(lengths) = self.output_lengths {
+            problems.extend(lengths.problems("output", MAX_OUTPUT_TOKENS));
+        }
+        if let Some(lengths) = self.input_lengths {
+            problems.extend(lengths.problems("input", MAX_PROMPT_TOKENS));
+            if !matches!(self.prompt, PromptSpec::Tokens(_)) {
+                problems.push("input lengths vary only for a generated prompt (a prompt of N tokens): a typed prompt is the body of every request".into());
             }
         }
         if self.prompt_mode == PromptMode::SharedPrefix {
@@ -1072,6 +1260,9 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
         prefix_tokens: 0,
         prefix_groups: 1,
         max_tokens: config.max_tokens,
+        output_lengths: None,
+        input_lengths: None,
+        force_output_lengths: false,
         temperature: config.temperature,
         include_usage: true,
         extra_body: Map::new(),
@@ -1573,5 +1764,136 @@ mod tests {
         plan.prefix_tokens = 300;
         plan.prefix_groups = 0;
         assert!(plan.validate().unwrap_err()[0].contains("groups"));
+    }
+
+    #[test]
+    fn lengths_are_drawn_per_request_as_their_distribution_says() {
+        let stats = |l: Lengths, salt: u64| {
+            let draws: Vec<f64> = (0..20_000u64)
+                .map(|id| f64::from(l.draw(42, id, salt)))
+                .collect();
+            let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+            let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / draws.len() as f64;
+            let (lo, hi) = draws
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), &d| (a.min(d), b.max(d)));
+            (mean, var.sqrt(), lo, hi)
+        };
+        let uniform = Lengths {
+            min: 10,
+            max: 30,
+            mean: None,
+            stdev: None,
+        };
+        let (mean, sd, lo, hi) = stats(uniform, OUTPUT_SALT);
+        assert!((mean - 20.0).abs() < 0.2, "{mean}");
+        // A discrete uniform over 21 values: sd = sqrt((21² − 1) / 12) ≈ 6.06.
+        assert!((sd - 6.06).abs() < 0.1, "{sd}");
+        assert_eq!((lo, hi), (10.0, 30.0));
+        let normal = Lengths {
+            min: 1,
+            max: 2_000,
+            mean: Some(500.0),
+            stdev: Some(100.0),
+        };
+        let (mean, sd, lo, hi) = stats(normal, INPUT_SALT);
+        assert!((mean - 500.0).abs() < 3.0, "{mean}");
+        assert!((sd - 100.0).abs() < 3.0, "{sd}");
+        assert!(lo >= 1.0 && hi <= 2_000.0);
+        // Clipped: a wide normal stays within min and max.
+        let clipped = Lengths {
+            min: 90,
+            max: 110,
+            mean: Some(100.0),
+            stdev: Some(50.0),
+        };
+        let (_, _, lo, hi) = stats(clipped, OUTPUT_SALT);
+        assert_eq!((lo, hi), (90.0, 110.0));
+        // Reproducible from the seed, the output's apart from the input's.
+        assert_eq!(
+            normal.draw(7, 3, OUTPUT_SALT),
+            normal.draw(7, 3, OUTPUT_SALT)
+        );
+        let differ = (0..100u64)
+            .filter(|&id| normal.draw(7, id, OUTPUT_SALT) != normal.draw(7, id, INPUT_SALT));
+        assert!(differ.count() > 90);
+    }
+
+    #[test]
+    fn each_request_asks_its_own_length_and_may_force_it() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.prompt = PromptSpec::Tokens(400);
+        plan.output_lengths = Some(Lengths {
+            min: 10,
+            max: 30,
+            mean: None,
+            stdev: None,
+        });
+        plan.input_lengths = Some(Lengths {
+            min: 100,
+            max: 900,
+            mean: None,
+            stdev: None,
+        });
+        plan.force_output_lengths = true;
+        assert_eq!(plan.validate(), Ok(()));
+        let bodies = Bodies::new(&plan, 5);
+        let mut prompts = std::collections::HashSet::new();
+        for id in 0..20u64 {
+            let body: Value = serde_json::from_str(&bodies.body(id)).unwrap();
+            let asked = plan.asked_output_tokens(5, id);
+            assert!((10..=30).contains(&asked));
+            assert_eq!(bodies.asked_tokens(id), Some(asked));
+            assert_eq!(body["max_tokens"], asked);
+            assert_eq!(body["min_tokens"], asked);
+            assert_eq!(body["ignore_eos"], true);
+            let content = body["messages"][0]["content"].as_str().unwrap();
+            assert!(
+                content.starts_with(&unique_header(5, id)),
+                "its own header first"
+            );
+            let words = content.split_whitespace().count();
+            assert!((100..=900).contains(&words), "{words} words");
+            prompts.insert(words);
+        }
+        assert!(prompts.len() > 10, "input lengths vary: {prompts:?}");
+        // Fixed lengths: one max_tokens, and forcing adds the two fields to it.
+        plan.output_lengths = None;
+        plan.input_lengths = None;
+        let bodies = Bodies::new(&plan, 5);
+        let body: Value = serde_json::from_str(&bodies.body(3)).unwrap();
+        assert_eq!(
+            (body["max_tokens"].clone(), body["min_tokens"].clone()),
+            (64.into(), 64.into())
+        );
+        assert_eq!(bodies.asked_tokens(3), Some(64));
+        // Checked: input lengths need a generated prompt; lengths need min ≤ max.
+        plan.prompt = PromptSpec::Text("hi".into());
+        plan.input_lengths = Some(Lengths {
+            min: 10,
+            max: 20,
+            mean: None,
+            stdev: None,
+        });
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("generated prompt")));
+        plan.input_lengths = None;
+        plan.output_lengths = Some(Lengths {
+            min: 30,
+            max: 10,
+            mean: None,
+            stdev: None,
+        });
+        assert!(plan.validate().unwrap_err()[0].contains("1 ≤ min ≤ max"));
+        plan.output_lengths = Some(Lengths {
+            min: 1,
+            max: 10,
+            mean: Some(5.0),
+            stdev: None,
+        });
+        assert!(plan.validate().unwrap_err()[0].contains("normal distribution"));
     }
 }

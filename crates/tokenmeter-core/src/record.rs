@@ -150,11 +150,21 @@ pub struct RequestRecord {
     /// What the server says it spent (llama.cpp's `timings`), when it says.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub server_timings: Option<ServerTimings>,
+    /// The output length it asked for (its `max_tokens`), when the client said.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub asked_tokens: Option<u32>,
 }
 
 impl RequestRecord {
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// Whether the answer ended on its own (`finish_reason` `stop`) before the
+    /// output length it asked for.
+    pub fn stopped_early(&self) -> bool {
+        self.finish_reason.as_deref() == Some("stop")
+            && matches!((self.n_out, self.asked_tokens), (Some(n), Some(asked)) if n < u64::from(asked))
     }
 
     pub fn queue_us(&self) -> u64 {
@@ -587,6 +597,7 @@ impl RecordBuilder {
             error: self.error,
             browser: None,
             server_timings: self.server_timings,
+            asked_tokens: None,
         }
     }
 

@@ -270,6 +270,10 @@ impl RunDocument {
         environment
             .conditions
             .extend(condition::buffered_stream(&levels));
+        let total = total.summary(&plan.slo);
+        environment
+            .conditions
+            .extend(condition::stopped_early(&total, plan.force_output_lengths));
         environment.notes = condition::notes(&environment.conditions);
         RunDocument {
             schema: RUN_SCHEMA,
@@ -277,7 +281,7 @@ impl RunDocument {
             run_id,
             started_at,
             status,
-            total: total.summary(&plan.slo),
+            total,
             plan,
             environment,
             levels,

@@ -81,11 +81,29 @@ pub struct LevelStats {
     /// Requests whose Resource Timing entry hides when they left the browser (the
     /// server sends no `Timing-Allow-Origin`).
     n_timing_hidden: u64,
+    /// Successful requests that ended on their own before the length they asked
+    /// for: how many, and their lengths asked and produced in all.
+    early: Early,
     /// How successful requests' token events came in reads (see
     /// [`Reads`](crate::record::Reads)):
     /// requests delivered in bursts, their token events in bursts, all token
     /// events, and the largest burst.
     bursts: Bursts,
+}
+
+/// Answers that ended on their own (`finish_reason` `stop`) before the output
+/// length their request asked for, summed over successful requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Early {
+    pub n_requests: u64,
+    pub asked_tokens: u64,
+    pub produced_tokens: u64,
+}
+
+impl Early {
+    fn is_empty(&self) -> bool {
+        self.n_requests == 0
+    }
 }
 
 /// How a level's streams were delivered, summed over successful requests.
@@ -208,6 +226,11 @@ impl LevelStats {
             article_tps: record.article_tps(),
         });
         self.itl_us.extend(record.itls_us());
+        if record.stopped_early() {
+            self.early.n_requests += 1;
+            self.early.asked_tokens += u64::from(record.asked_tokens.unwrap_or(0));
+            self.early.produced_tokens = self.early.produced_tokens.saturating_add(n_out);
+        }
         let reads = record.reads();
         self.bursts.n_events += reads.n_events;
         if reads.is_burst_delivery(record.e2e_us()) {
@@ -313,6 +336,8 @@ impl LevelStats {
             n_usage_counted: self.n_usage_counted,
             n_hidden_reasoning: self.hidden_reasoning,
             n_timing_hidden: self.n_timing_hidden,
+            output_tokens: Distribution::of(&collect(&|r| Some(r.n_out as f64))),
+            early: self.early,
             // Said only where some stream came in bursts (the document stays lean).
             bursts: if self.bursts.is_empty() {
                 Bursts::default()
@@ -388,6 +413,12 @@ impl AddAssign<&LevelStats> for LevelStats {
             .saturating_add(other.abs_mismatch_total);
         self.hidden_reasoning = self.hidden_reasoning.saturating_add(other.hidden_reasoning);
         self.bursts += &other.bursts;
+        self.early.n_requests += other.early.n_requests;
+        self.early.asked_tokens += other.early.asked_tokens;
+        self.early.produced_tokens = self
+            .early
+            .produced_tokens
+            .saturating_add(other.early.produced_tokens);
     }
 }
 
@@ -477,6 +508,12 @@ pub struct Summary {
     /// sends no `Timing-Allow-Origin`, so their TTFT cannot be split.
     #[serde(default)]
     pub n_timing_hidden: u64,
+    /// Output tokens of each successful request: the lengths actually produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<Distribution>,
+    /// Answers that ended on their own before the length asked (absent when none).
+    #[serde(default, skip_serializing_if = "Early::is_empty")]
+    pub early: Early,
     /// How the streams were delivered: requests that arrived in bursts, and their
     /// share of the token events (absent when none did).
     #[serde(default, skip_serializing_if = "Bursts::is_empty")]
@@ -723,6 +760,7 @@ mod tests {
             error: None,
             browser: None,
             server_timings: None,
+            asked_tokens: None,
         }
     }
 

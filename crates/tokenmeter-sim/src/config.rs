@@ -70,6 +70,11 @@ pub struct SimConfig {
     /// Longest generation, whatever max_tokens asks.
     #[arg(long, default_value_t = 4096)]
     pub max_output_tokens: u64,
+    /// The model's own end: answers stop after this many tokens (finish_reason
+    /// `stop`) whatever `max_tokens` asks, unless the request sends `ignore_eos`
+    /// or a larger `min_tokens` (as vLLM and SGLang read them).
+    #[arg(long)]
+    pub eos_after: Option<u64>,
     /// Tokens the prompt (prefix) cache holds, in blocks of 16, least recently used
     /// evicted first: a prompt's leading blocks seen before cost no prefill, and
     /// `usage.prompt_tokens_details.cached_tokens` says how many (0: no cache).

@@ -100,3 +100,46 @@ async fn no_cache_when_it_is_off_and_timings_say_what_was_cached() {
     let timings = r.server_timings.unwrap();
     assert_eq!((timings.prompt_n, timings.cache_n), (Some(4), Some(96)));
 }
+
+#[tokio::test]
+async fn a_model_that_ends_on_its_own_goes_on_when_asked_to() {
+    let mut config = fast_config();
+    config.eos_after = Some(5);
+    let sim = start(config).await;
+    let origin = Instant::now();
+    let ask = |extra: serde_json::Value| {
+        let mut b = body("你好");
+        b["max_tokens"] = 12.into();
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let own = measure(
+        &post_chat(sim.addr, &[], &ask(serde_json::json!({}))).await,
+        origin,
+        false,
+    );
+    assert_eq!(
+        (own.n_out, own.finish_reason.as_deref()),
+        (Some(5), Some("stop"))
+    );
+    let forced = measure(
+        &post_chat(sim.addr, &[], &ask(serde_json::json!({"ignore_eos": true}))).await,
+        origin,
+        false,
+    );
+    assert_eq!(
+        (forced.n_out, forced.finish_reason.as_deref()),
+        (Some(12), Some("length"))
+    );
+    let at_least = measure(
+        &post_chat(sim.addr, &[], &ask(serde_json::json!({"min_tokens": 8}))).await,
+        origin,
+        false,
+    );
+    assert_eq!(
+        (at_least.n_out, at_least.finish_reason.as_deref()),
+        (Some(8), Some("stop"))
+    );
+}

@@ -130,6 +130,9 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, String> {
     if let LoadMode::SloSearch { .. } = plan.load {
         return Err("an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure".into());
     }
+    if plan.lengths_vary() {
+        return Err("lengths drawn per request run in the browser only for now: to run on Locust, give every request the same max_tokens and prompt length".into());
+    }
     if !plan.targets.is_empty() {
         return Err("an A/B plan runs in the browser only: to run on Locust, export each target's plan on its own".into());
     }
@@ -448,6 +451,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
         }),
         browser: None,
         server_timings: line.server_timings,
+        asked_tokens: None,
     }
 }
 

@@ -78,6 +78,10 @@ struct Ask {
     max_tokens: u64,
     stream: bool,
     include_usage: bool,
+    /// vLLM's and SGLang's `ignore_eos` and `min_tokens`: go on past the model's
+    /// own end (`--eos-after`).
+    ignore_eos: bool,
+    min_tokens: u64,
 }
 
 fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
@@ -134,6 +138,11 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
             .pointer("/stream_options/include_usage")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        ignore_eos: value
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        min_tokens: value.get("min_tokens").and_then(Value::as_u64).unwrap_or(0),
     })
 }
 
@@ -175,10 +184,18 @@ async fn handle(
     };
     let (ask, faults) = answered;
 
+    let asked = ask.max_tokens.min(state.config.max_output_tokens);
+    // The model's own end (`--eos-after`), unless the request asks to go on.
+    let natural_end = state
+        .config
+        .eos_after
+        .filter(|_| !ask.ignore_eos)
+        .map(|eos| eos.max(ask.min_tokens))
+        .filter(|&end| end < asked);
     let n_tokens = if faults.has(Fault::Empty) {
         0
     } else {
-        ask.max_tokens.min(state.config.max_output_tokens)
+        natural_end.unwrap_or(asked)
     };
     truth.prompt_tokens = estimate_tokens(&ask.prompt);
     truth.cached_tokens = state
@@ -212,6 +229,7 @@ async fn handle(
         created: state.created_unix_s,
         include_usage: ask.include_usage,
         n_tokens,
+        ends_on_its_own: natural_end.is_some(),
         n_reasoning: if (faults.has(Fault::Reasoning) || faults.has(Fault::HiddenReasoning))
             && endpoint == Endpoint::Chat
             && n_tokens > 0
@@ -348,6 +366,8 @@ pub(super) struct StreamPlan {
     pub(super) created: u64,
     pub(super) include_usage: bool,
     pub(super) n_tokens: u64,
+    /// The answer ends before `max_tokens` (finish_reason `stop`).
+    pub(super) ends_on_its_own: bool,
     pub(super) n_reasoning: u64,
     pub(super) faults: Faults,
     /// Report llama.cpp's `timings` in the last chunk.
@@ -457,6 +477,7 @@ mod tests {
             created: 7,
             include_usage,
             n_tokens: 1,
+            ends_on_its_own: false,
             n_reasoning: 0,
             faults: Faults::default(),
             timings: false,

@@ -226,11 +226,12 @@ impl Writer {
 
     fn finish_normally(&mut self) {
         let n_generated = self.truth.tokens.len() as u64;
-        let reason = if n_generated >= self.plan.n_tokens && n_generated > 0 {
-            "length"
-        } else {
-            "stop"
-        };
+        let reason =
+            if n_generated >= self.plan.n_tokens && n_generated > 0 && !self.plan.ends_on_its_own {
+                "length"
+            } else {
+                "stop"
+            };
         let mut finish = self.plan.chunk(json!({}), Some(reason));
         if self.plan.timings {
             finish["timings"] = self.timings(n_generated);

@@ -70,13 +70,13 @@ pub(super) async fn whole_response(
             }
             json!({
                 "id": plan.response_id, "object": "chat.completion", "created": plan.created, "model": plan.model,
-                "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": if n_generated > 0 { "length" } else { "stop" }}],
+                "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": if n_generated > 0 && !plan.ends_on_its_own { "length" } else { "stop" }}],
                 "usage": usage,
             })
         }
         Endpoint::Completions => json!({
             "id": plan.response_id, "object": "text_completion", "created": plan.created, "model": plan.model,
-            "choices": [{"index": 0, "text": truth.text, "logprobs": null, "finish_reason": if n_generated > 0 { "length" } else { "stop" }}],
+            "choices": [{"index": 0, "text": truth.text, "logprobs": null, "finish_reason": if n_generated > 0 && !plan.ends_on_its_own { "length" } else { "stop" }}],
             "usage": usage,
         }),
     };
