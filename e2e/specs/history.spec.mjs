@@ -217,6 +217,8 @@ test('a vLLM bench serve result imports into history and compares with a run', a
   await importText(JSON.stringify(summaryOnly));
   await app.byTestId('history-row').first().waitFor();
   await app.byTestId('history-view').first().click();
+  // The finished view's code may still be on its way (a piece fetched on first use).
+  await app.byTestId('results-row').first().waitFor();
   const [summaryRow] = await app.resultsRows();
   assert.deepEqual([summaryRow.n_ok, summaryRow.n_fail, summaryRow.ttft_p50, summaryRow.ttft_p95, summaryRow.ttft_p99], ['3', '1', '200.0', '–', '298.0']);
   assert.match(await app.byTestId('environment-notes').textContent(), /p90, p95 \(vLLM saves the percentiles/);
@@ -225,6 +227,8 @@ test('a vLLM bench serve result imports into history and compares with a run', a
   const [vllmId] = await historyIds(page);
   assert.match(vllmId, /^vllm-/);
   await app.byTestId('history-view').first().click();
+  // Until the view shows the detailed run (the summary-only one had no p95).
+  await page.waitForFunction(() => document.querySelector('[data-testid="results-row"] [data-col="ttft_p95"]')?.textContent.trim() !== '–');
   const [row] = await app.resultsRows();
   assert.deepEqual([row.concurrency, row.n_ok, row.n_fail, row.ttft_p50, row.output_tps], [2, '3', '1', '200.0', '123.4']);
   assert.match(await app.byTestId('environment-notes').textContent(), /imported from vLLM bench serve .* browser wait/);
