@@ -28,7 +28,7 @@ async function runAgainst(simArgs, maxTokens) {
   return { app, page, doc, causes, distorted };
 }
 
-for (const [fault, maxTokens] of [['buffer-all', 40], ['gzip', 200], ['buffer-4k', 120]]) {
+for (const [fault, maxTokens] of [['buffer-all', 40], ['gzip', 200], ['buffer-4k', 120], ['buffer-250ms', 60]]) {
   test(`a stream held back by a gateway (${fault}) is named, and its level left out`, async () => {
     const { app, page, doc, causes, distorted } = await runAgainst(['--fault', fault], maxTokens);
     assert.deepEqual(distorted, ['buffered', 'buffered']);
@@ -55,7 +55,9 @@ for (const [name, simArgs, maxTokens] of [
 ]) {
   test(`${name} is not called buffered`, async () => {
     const { page, doc, causes, distorted } = await runAgainst(simArgs, maxTokens);
-    assert.deepEqual(distorted, [null, null]);
+    // (A level may still be marked for the engine's own lag on a busy machine: a
+    // debug build reading a token a millisecond; that is another matter.)
+    assert.ok(!distorted.includes('buffered'), distorted.join());
     assert.ok(doc.levels.every((l) => !l.bursts), JSON.stringify(doc.levels.map((l) => l.bursts)));
     assert.ok(!causes.includes('buffered_stream'));
     assert.ok(!doc.environment.conditions.some((c) => c.kind === 'buffered_stream'));

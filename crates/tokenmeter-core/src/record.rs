@@ -311,9 +311,11 @@ pub const BURST_EVENTS: u64 = 4;
 pub const BURST_MIN_EVENTS: u64 = 8;
 /// A stream shorter than this may arrive in one piece from a fast server.
 pub const BURST_MIN_E2E_US: u64 = 100_000;
-/// Reads this far apart (median), or two at most, are a gateway's releases, not
-/// a fast server's writes coalescing in a busy client.
-pub const BURST_READ_GAP_US: u64 = 10_000;
+/// Reads this far apart (median), or two at most, are a gateway's releases (a
+/// proxy's 4–8 KiB buffer holds 25–50 tokens: 125 ms and more at 200 tokens/s;
+/// a timed flush, 100 ms or more), not a fast server's writes coalescing in a busy
+/// client or a loaded server catching up (tens of ms).
+pub const BURST_READ_GAP_US: u64 = 50_000;
 
 /// How a request's token events came in network reads. Events the engine stamped
 /// at the same instant came in one read (it stamps each chunk as it arrives).
@@ -1316,6 +1318,9 @@ mod tests {
         // busy client 4 ms apart: not a gateway.
         assert!(!burst(&delivered(100, 1, 1, 30)));
         assert!(!burst(&delivered(100, 4, 4, 30)));
+        // Nor a 1 ms/token server read in clumps of ten every 10 ms by a busy
+        // client (or writing them so while catching up on a loaded machine).
+        assert!(!burst(&delivered(120, 10, 10, 30)));
         // A whole answer in one read from a fast server, or too few events to tell.
         assert!(!burst(&delivered(100, 100, 0, 40)));
         assert!(!burst(&delivered(6, 6, 0, 2_000)));
