@@ -311,7 +311,10 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
     let Some(FromWorker::Finished { document }) = messages.last() else {
         panic!("the run ends with its document");
     };
-    use tokenmeter_core::condition::{RunCondition, LAG_DISTORTS_P95_MS, LAG_NOTE_MS};
+    use tokenmeter_core::{
+        condition::RunCondition,
+        lag::{LAG_DISTORTS_P95_MS, LAG_NOTE_MS},
+    };
     assert_eq!(document.environment.engine_load.len(), 2);
     for (load, level) in document
         .environment

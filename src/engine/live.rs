@@ -8,7 +8,8 @@ use std::cell::{Cell, RefCell};
 
 use tokenmeter_core::{
     browser::Engine,
-    live::{LagHistogram, LiveFigures, LiveLevel, StallLog},
+    lag::{LagHistogram, StallLog},
+    live::{LiveFigures, LiveLevel},
     record::RequestRecord,
     report::EngineLoad,
 };

@@ -12,7 +12,7 @@ use tokenmeter_core::{
     plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
-    search::{self, SloSearch},
+    search::SloSearch,
 };
 
 use super::{
@@ -234,7 +234,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
                 },
             ) => {
                 let Some(c) = search.next() else { break };
-                let n = search::requests_per_probe(c, *requests_per_probe);
+                let n = tokenmeter_core::plan::requests_per_probe(c, *requests_per_probe);
                 shared.push_level(c, n, environment.engine());
                 (c, n)
             }
@@ -304,7 +304,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
                 probe_environment,
                 shared.level_records(concurrency),
             );
-            search.observe(concurrency, search::probe_met(&probe, concurrency));
+            search.observe(concurrency, probe.verdict.meets_slo_at(concurrency));
         }
     }
 
@@ -342,7 +342,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         records,
     );
     if let Some(search) = search {
-        search::conclude(&mut document, search.outcome());
+        document.conclude_search(search.outcome());
     }
     post(FromWorker::Finished {
         document: Box::new(document),

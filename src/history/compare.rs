@@ -8,17 +8,12 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, Look},
+    columns::{column, LEVEL},
     compare::differences,
     error::Lang,
     report::RunDocument,
-    stats::Distribution,
     summary::Summary,
 };
-
-/// A figure, `None` where there is none or another tool did not report it (NaN).
-fn p(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> Option<f64> {
-    d.map(|d| pick(&d)).filter(|v| v.is_finite())
-}
 
 /// `now (Δ%)` against a baseline value.
 fn delta(now: Option<f64>, then: Option<f64>) -> String {
@@ -31,19 +26,22 @@ fn delta(now: Option<f64>, then: Option<f64>) -> String {
     }
 }
 
+/// The columns compared, by their ids in the core's table.
+const COMPARED: [&str; 4] = ["ttft_p50", "ttft_p95", "tpot_p50", "output_tps"];
+
 /// One row of the comparison: this run's level against the baseline's same level.
 fn compare_row(now: &Summary, then: Option<&Summary>) -> impl IntoView {
-    let then_ttft50 = then.and_then(|t| p(t.ttft_ms, |d| d.p50));
-    let then_ttft95 = then.and_then(|t| p(t.ttft_ms, |d| d.p95));
-    let then_tpot50 = then.and_then(|t| p(t.tpot_ms, |d| d.p50));
-    let then_tps = then.map(|t| t.output_tps);
+    let cells = COMPARED
+        .iter()
+        .map(|&id| {
+            let c = column(id);
+            view! { <td data-col=id>{delta(c.number(now), then.and_then(|t| c.number(t)))}</td> }
+        })
+        .collect_view();
     view! {
         <tr data-testid="compare-row" data-concurrency=now.concurrency.unwrap_or_default()>
             <td>{now.concurrency.unwrap_or_default()}</td>
-            <td data-col="ttft_p50">{delta(p(now.ttft_ms, |d| d.p50), then_ttft50)}</td>
-            <td data-col="ttft_p95">{delta(p(now.ttft_ms, |d| d.p95), then_ttft95)}</td>
-            <td data-col="tpot_p50">{delta(p(now.tpot_ms, |d| d.p50), then_tpot50)}</td>
-            <td data-col="output_tps">{delta(Some(now.output_tps), then_tps)}</td>
+            {cells}
         </tr>
     }
 }
@@ -101,11 +99,14 @@ pub fn comparison(now: &RunDocument, kept: &[Arc<RunDocument>], look: Look) -> i
             <table class="grid">
                 <thead>
                     <tr>
-                        <th>"concurrency"</th>
-                        <th>"TTFT p50 ms (Δ)"</th>
-                        <th>"TTFT p95 ms (Δ)"</th>
-                        <th>"TPOT p50 ms (Δ)"</th>
-                        <th>"output tok/s (Δ)"</th>
+                        <th>{LEVEL.text(lang)}</th>
+                        {COMPARED
+                            .iter()
+                            .map(|&id| {
+                                let c = column(id);
+                                view! { <th title=c.definition.text(lang)>{format!("{} (Δ)", c.header_with_unit(lang))}</th> }
+                            })
+                            .collect_view()}
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>

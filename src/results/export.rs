@@ -6,7 +6,11 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use tokenmeter_core::{error::Lang, report::RunDocument};
+use tokenmeter_core::{
+    error::Lang,
+    render::{levels_csv, markdown, requests_csv},
+    report::RunDocument,
+};
 
 use crate::files::download;
 
@@ -26,9 +30,9 @@ split_off! { exports:
     fn render(export: Export, document: Arc<RunDocument>, lang: Lang) -> String {
         match export {
             Export::Json => document.to_json(),
-            Export::LevelsCsv => document.levels_csv(),
-            Export::RequestsCsv => document.requests_csv(),
-            Export::Markdown => document.markdown(lang),
+            Export::LevelsCsv => levels_csv(&document),
+            Export::RequestsCsv => requests_csv(&document),
+            Export::Markdown => markdown(&document, lang),
             Export::Html => document.html(lang),
         }
     }

@@ -6,17 +6,17 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
+    columns::{page_columns, TableKinds, LEVEL},
     diagnosis::diagnose,
     error::Lang,
     report::{RunDocument, RunStatus},
-    stats::Distribution,
     summary::{Distortion, Summary},
 };
 
 use super::{
     ab::AbPanel,
     charts::{DetailCharts, HeadlineCards, LoadCharts},
-    columns::{columns, ColumnChooser, ShownColumns, TableKinds},
+    columns::{ColumnChooser, ShownColumns},
     errors::{error_groups, ErrorGroup},
     export::Exports,
     level_name,
@@ -25,14 +25,6 @@ use crate::{
     history::{comparison, History},
     language::say,
 };
-
-/// A figure in ms, or a dash where there is none (or another tool did not report
-/// it: NaN).
-fn ms(d: Option<Distribution>, pick: fn(&Distribution) -> f64) -> String {
-    d.map(|d| pick(&d))
-        .filter(|v| v.is_finite())
-        .map_or_else(|| "–".into(), |v| format!("{v:.1}"))
-}
 
 #[component]
 pub fn Finished(
@@ -100,24 +92,24 @@ pub fn Finished(
             })}
             <HeadlineCards document=document.clone() lang=lang/>
             <LoadCharts document=document.clone() lang=lang/>
-            <ColumnChooser shown=shown kinds=kinds/>
+            <ColumnChooser shown=shown kinds=kinds lang=lang/>
             <div class="table-scroll">
                 <table class="grid" data-testid="results-table">
                     <thead>
                         <tr>
-                            <th>"concurrency"</th>
-                            {columns(kinds)
+                            <th>{move || LEVEL.text(lang.get())}</th>
+                            {page_columns(kinds)
                                 .map(|c| {
-                                    let col = c.col;
+                                    let col = c.id;
                                     view! {
-                                        <th title=c.definition class:col-hidden=move || !shown.is_shown(col)>{c.header}</th>
+                                        <th title=move || c.definition.text(lang.get()) class:col-hidden=move || !shown.is_shown(col)>{move || c.header.text(lang.get())}</th>
                                     }
                                 })
                                 .collect_view()}
                         </tr>
                     </thead>
                     <tbody>
-                        {document.levels.iter().map(|s| result_row(s, kinds, shown)).collect_view()}
+                        {document.levels.iter().map(|s| result_row(s, kinds, shown, lang)).collect_view()}
                     </tbody>
                 </table>
             </div>
@@ -190,74 +182,13 @@ pub fn Finished(
     }
 }
 
-/// What the `tokens` column says: where N_out came from, and how many of them were
-/// hidden reasoning.
-fn token_source(s: &Summary) -> String {
-    let source = token_count_source(s);
-    if s.n_hidden_reasoning > 0 {
-        format!("{source}, {} hidden reasoning", s.n_hidden_reasoning)
-    } else {
-        source
-    }
-}
-
-fn token_count_source(s: &Summary) -> String {
-    if s.n_ok == 0 {
-        "–".to_owned()
-    } else if s.n_usage_counted == s.n_ok {
-        if s.n_mismatched > 0 {
-            format!("usage (chunks differ by {:.1})", s.mean_abs_mismatch)
-        } else {
-            "usage".into()
-        }
-    } else if s.n_usage_counted == 0 {
-        "chunks".into()
-    } else {
-        format!("usage {}/{}", s.n_usage_counted, s.n_ok)
-    }
-}
-
-/// What a cell of `col` says for level `s`.
-fn cell_text(s: &Summary, col: &str) -> String {
-    // Where a gateway released the stream in bursts, the gaps between tokens are
-    // its releases: no TPOT or ITL of the server's to show (the row says why).
-    let buffered = matches!(s.distorted, Some(Distortion::Buffered { .. }));
-    match col {
-        "tpot_p50" | "tpot_p95" | "itl_p99" if buffered => "–".into(),
-        "n_ok" => s.n_ok.to_string(),
-        "n_fail" => s.n_fail.to_string(),
-        "ttft_p50" => ms(s.ttft_ms, |d| d.p50),
-        "ttft_p95" => ms(s.ttft_ms, |d| d.p95),
-        "ttft_p99" => ms(s.ttft_ms, |d| d.p99),
-        "ttfat_p50" => ms(s.ttfat_ms, |d| d.p50),
-        "tpot_p50" => ms(s.tpot_ms, |d| d.p50),
-        "tpot_p95" => ms(s.tpot_ms, |d| d.p95),
-        "itl_p99" => ms(s.itl_ms, |d| d.p99),
-        "e2e_p95" => ms(s.e2e_ms, |d| d.p95),
-        "tps_mean" => s
-            .decode_tps
-            .map_or("–".into(), |d| format!("{:.1}", d.mean)),
-        "output_tps" => format!("{:.1}", s.output_tps),
-        "request_rps" => format!("{:.2}", s.request_throughput_rps),
-        "goodput_rps" => s.goodput_rps.map_or("–".into(), |g| format!("{g:.2}")),
-        "queue_p95" => ms(s.queue_ms, |d| d.p95),
-        "browser_wait_p95" => ms(s.browser_wait_ms, |d| d.p95),
-        "ttft_after_send_p50" => ms(s.ttft_after_send_ms, |d| d.p50),
-        "protocol" if s.protocols.is_empty() => "–".to_owned(),
-        "protocol" => s.protocols.keys().cloned().collect::<Vec<_>>().join(" "),
-        "tokens" => token_source(s),
-        "ttft_p95_spread" => spread(s.spread_pct(|p| p.ttft_p95_ms)),
-        "output_tps_spread" => spread(s.spread_pct(|p| Some(p.output_tps))),
-        _ => String::new(),
-    }
-}
-
-/// A spread between passes, or a dash.
-fn spread(pct: Option<f64>) -> String {
-    pct.map_or("–".into(), |p| format!("{p:.1}%"))
-}
-
-fn result_row(s: &Summary, kinds: TableKinds, shown: ShownColumns) -> impl IntoView {
+fn result_row(
+    s: &Summary,
+    kinds: TableKinds,
+    shown: ShownColumns,
+    lang: RwSignal<Lang>,
+) -> impl IntoView {
+    let level = Arc::new(s.clone());
     let fails: String = s
         .fails_by_kind
         .iter()
@@ -285,12 +216,13 @@ fn result_row(s: &Summary, kinds: TableKinds, shown: ShownColumns) -> impl IntoV
             format!("left out of the verdict: {share_pct:.0}% of the tokens arrived in bursts (up to {largest} at once), as a gateway that buffers or compresses the stream releases them: TTFT, TPOT and ITL here are its, not the server's"),
         ),
     };
-    let cells = columns(kinds)
+    let cells = page_columns(kinds)
         .map(|c| {
-            let col = c.col;
+            let col = c.id;
             let title = (col == "n_fail").then(|| fails.clone());
+            let level = Arc::clone(&level);
             view! {
-                <td data-col=col title=title class:col-hidden=move || !shown.is_shown(col)>{cell_text(s, col)}</td>
+                <td data-col=col title=title class:col-hidden=move || !shown.is_shown(col)>{move || c.cell(&level, lang.get())}</td>
             }
         })
         .collect_view();

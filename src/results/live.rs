@@ -7,6 +7,7 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, LivePoint},
+    columns::column,
     error::Lang,
     plan::Plan,
 };
@@ -22,18 +23,19 @@ fn ms(value: Option<f64>) -> String {
     value.map_or("–".into(), |v| format!("{v:.1}"))
 }
 
-/// The live table's headings, in English and Chinese.
-const HEADINGS: [(&str, &str); 9] = [
+/// The live table's own headings, in English and Chinese; its figures' follow
+/// ([`FIGURES`]).
+const HEADINGS: [(&str, &str); 6] = [
     ("concurrency", "并发"),
     ("state", "状态"),
     ("done", "完成"),
     ("in flight", "进行中"),
     ("failed", "失败"),
     ("elapsed s", "耗时 秒"),
-    ("TTFT p50 ms", "TTFT p50 毫秒"),
-    ("TTFT p95 ms", "TTFT p95 毫秒"),
-    ("output tok/s", "输出 token/秒"),
 ];
+
+/// The figures the live table shows, by their ids in the core's table of columns.
+const FIGURES: [&str; 3] = ["ttft_p50", "ttft_p95", "output_tps"];
 
 #[component]
 pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
@@ -122,6 +124,13 @@ pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
                             {HEADINGS
                                 .iter()
                                 .map(|&(en, zh)| view! { <th>{say(lang, en, zh)}</th> })
+                                .collect_view()}
+                            {FIGURES
+                                .iter()
+                                .map(|&id| {
+                                    let c = column(id);
+                                    view! { <th title=move || c.definition.text(lang.get())>{move || c.header_with_unit(lang.get())}</th> }
+                                })
                                 .collect_view()}
                         </tr>
                     </thead>

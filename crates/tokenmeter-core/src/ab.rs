@@ -292,7 +292,7 @@ mod tests {
                 && html.contains("A · tokenmeter-sim is faster")
         );
         assert!(html.contains("data-testid=\"ab-chart\""));
-        let markdown = doc.markdown(Lang::En);
+        let markdown = crate::render::markdown(&doc, Lang::En);
         assert!(markdown.contains("## A/B") && markdown.contains("Target B · slow-model"));
         // One target: nothing side by side.
         let mut single = close.clone();

@@ -16,7 +16,7 @@ use serde::{
 use crate::{
     browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
-    live::StallCount,
+    lag::{StallCount, LAG_DISTORTS_P95_MS, LAG_NOTE_MS},
     plan::PromptMode,
     record::RequestRecord,
     summary::Summary,
@@ -75,7 +75,7 @@ pub enum RunCondition {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lag_p95_ms: Option<f64>,
         /// What the stalls did to the level's token events (see
-        /// [`crate::live::StallLog`]; absent in documents from before they were
+        /// [`crate::lag::StallLog`]; absent in documents from before they were
         /// counted).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stalls: Option<StallCount>,
@@ -641,14 +641,6 @@ pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCo
         cached_pct: 100.0 * cached as f64 / prompt as f64,
     })
 }
-
-/// The engine's event loop running this much later than asked, at worst, while
-/// requests were in flight, is worth a note: timestamps taken then moved as much.
-pub const LAG_NOTE_MS: f64 = 20.0;
-
-/// The engine's lateness at p95 of its ticks while requests were in flight above
-/// which a level is the tool's as much as the server's: the verdict leaves it out.
-pub const LAG_DISTORTS_P95_MS: f64 = 20.0;
 
 /// The engine-lag condition of one level: its event loop's worst and p95 lateness
 /// while requests were in flight (ms), and what its stalls did to the token events

@@ -25,6 +25,20 @@ impl Lang {
     }
 }
 
+/// A text in English and in Chinese.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Words {
+    pub en: &'static str,
+    pub zh: &'static str,
+}
+
+impl Words {
+    /// The text in `lang`.
+    pub fn text(self, lang: Lang) -> &'static str {
+        lang.pick(self.en, self.zh)
+    }
+}
+
 /// Every way a request can fail, in the order a person should check them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,9 +9,10 @@ use std::fmt::Write;
 
 use crate::{
     chart::{self, escape, Look},
+    columns::article_table,
     error::Lang,
     headline::{Headline, HeadlineLevel},
-    report::{article_table, RunDocument, RunStatus},
+    report::{RunDocument, RunStatus},
 };
 
 /// The report's own layout (the charts bring theirs: [`chart::STYLE`]).
@@ -240,8 +241,8 @@ impl RunDocument {
         out.push_str("</tr></thead><tbody>");
         for row in rows {
             out.push_str("<tr>");
-            for cell in row {
-                let _ = write!(out, "<td>{}</td>", escape(&cell));
+            for cell in &row {
+                let _ = write!(out, "<td>{}</td>", escape(cell));
             }
             out.push_str("</tr>");
         }

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
-    search::{self, SloSearch},
     stream::{request_body, BodySpec, EndpointKind},
     tagged::{need, WireError},
 };
@@ -46,6 +45,28 @@ pub const MAX_TARGETS: usize = 4;
 pub const MAX_REPEAT: u32 = 20;
 /// The highest concurrency an SLO search may reach.
 pub const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
+
+/// The most probes an SLO search (see [`crate::search`]) from `start` to `max`
+/// can take: the doublings, then halving the last gap.
+pub fn max_probes(start: u32, max: u32) -> u32 {
+    let start = start.max(1);
+    let max = max.max(start);
+    let mut steps = 1;
+    let mut c = start;
+    while c < max {
+        c = c.saturating_mul(2).min(max);
+        steps += 1;
+    }
+    // The last doubling left a gap of at most half the ceiling to bisect.
+    let gap = (max / 2).max(1);
+    steps + u32::BITS - gap.leading_zeros()
+}
+
+/// The requests a probe at `concurrency` sends: the plan's count, and at least two
+/// waves, so that the level holds its concurrency.
+pub fn requests_per_probe(concurrency: u32, requests: u32) -> u32 {
+    requests.max(concurrency.saturating_mul(2))
+}
 
 /// Latency limits: the verdict's SLO and the goodput's per-request test.
 ///
@@ -936,8 +957,8 @@ impl Plan {
                         "requests per probe must be between 1 and {MAX_REQUESTS_PER_LEVEL}"
                     ));
                 } else {
-                    let most = u64::from(SloSearch::max_probes(1, *max_concurrency))
-                        * u64::from(search::requests_per_probe(
+                    let most = u64::from(max_probes(1, *max_concurrency))
+                        * u64::from(self::requests_per_probe(
                             *max_concurrency,
                             *requests_per_probe,
                         ));

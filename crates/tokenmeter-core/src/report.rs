@@ -5,23 +5,20 @@
 //! field. Add fields with `#[serde(default)]`; bump [`RUN_SCHEMA`] only for a change
 //! an older reader would misread, and keep reading the older versions.
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Serialize};
 
 use crate::{
     browser::{Browser, Engine, HTTP1_CONNECTIONS_PER_HOST},
     condition::{self, RunCondition},
-    error::{ErrorKind, Lang},
+    error::Lang,
     json,
-    live::StallCount,
+    lag::{StallCount, LAG_DISTORTS_P95_MS},
     plan::Plan,
     record::RequestRecord,
-    search::SearchOutcome,
-    stats::Distribution,
+    search::{self, SearchOutcome},
     summary::{Distortion, LevelStats, PassFigures, Summary},
     vecmap::VecMap,
-    verdict::{analyse, Verdict},
+    verdict::{analyse, Sentence, Verdict},
 };
 
 /// The run document version this crate writes.
@@ -105,7 +102,7 @@ pub struct EngineLoad {
     /// Body chunks read.
     pub n_chunks: u64,
     /// What the loop's stalls did to the level's token events (see
-    /// [`crate::live::StallLog`]; absent in documents from before they were counted).
+    /// [`crate::lag::StallLog`]; absent in documents from before they were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalls: Option<StallCount>,
 }
@@ -167,7 +164,7 @@ pub struct RunDocument {
 /// What, besides the server, shaped `level` so much that the verdict leaves it out:
 /// the browser held its requests back (it never has more than its limit in flight
 /// to one host, so throughput stops growing there whatever the server could do), or
-/// the engine's own lag moved its timestamps (see [`condition::LAG_DISTORTS_P95_MS`]).
+/// the engine's own lag moved its timestamps (see [`LAG_DISTORTS_P95_MS`]).
 fn distortion(level: &Summary, engine: Engine, conditions: &[RunCondition]) -> Option<Distortion> {
     if let Some(protocol) = level.browser_queued(engine) {
         return Some(Distortion::BrowserQueue {
@@ -184,9 +181,7 @@ fn distortion(level: &Summary, engine: Engine, conditions: &[RunCondition]) -> O
                 concurrency,
                 lag_p95_ms: Some(lag_p95_ms),
                 ..
-            } if Some(concurrency) == level.concurrency
-                && lag_p95_ms > condition::LAG_DISTORTS_P95_MS =>
-            {
+            } if Some(concurrency) == level.concurrency && lag_p95_ms > LAG_DISTORTS_P95_MS => {
                 Some(Distortion::Engine { lag_p95_ms })
             }
             _ => None,
@@ -359,6 +354,38 @@ impl RunDocument {
         document
     }
 
+    /// Keeps an SLO search's outcome in its finished document and says it first in
+    /// the verdict, with what broke the SLO and how sure the answer is
+    /// ([`search::confidence`]).
+    pub fn conclude_search(&mut self, outcome: SearchOutcome) {
+        let level = |c: u32| self.levels.iter().find(|l| l.concurrency == Some(c));
+        let breaches = outcome.lowest_broken.map_or_else(Vec::new, |b| {
+            match self.verdict.levels.iter().find(|l| l.concurrency == b) {
+                Some(judged) => judged.slo_breaches.clone(),
+                None => vec![match level(b).and_then(|l| l.distorted.as_ref()) {
+                    Some(_) => {
+                        "the browser or the engine, not the server, shaped this level".to_owned()
+                    }
+                    None => "no figures".to_owned(),
+                }],
+            }
+        });
+        let (n, n_good) = outcome
+            .highest_met
+            .and_then(level)
+            .map_or((0, 0), |l| (l.n_ok + l.n_fail, l.n_good.unwrap_or(0)));
+        self.verdict.lead(Sentence::SearchFound {
+            highest: outcome.highest_met,
+            lowest_broken: outcome.lowest_broken,
+            max: outcome.max,
+            breaches,
+            n,
+            n_good,
+            confidence_pct: search::confidence(n, n_good).map(|c| c * 100.0),
+        });
+        self.search = Some(outcome);
+    }
+
     /// The document as indented JSON (the export).
     pub fn to_json(&self) -> String {
         json::pretty(&serde_json::to_string(self).expect("a run document always serialises"))
@@ -386,283 +413,13 @@ impl RunDocument {
             None => Err("this is not a tokenmeter run document (no schema field)".into()),
         }
     }
-
-    /// One row per level.
-    pub fn levels_csv(&self) -> String {
-        let mut out = String::from(
-            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols\n",
-        );
-        for s in &self.levels {
-            let row = [
-                s.concurrency.map(|c| c.to_string()).unwrap_or_default(),
-                s.n_requests.to_string(),
-                s.n_ok.to_string(),
-                s.n_fail.to_string(),
-                s.n_cancelled.to_string(),
-                pick(s.ttft_ms, |d| d.p50),
-                pick(s.ttft_ms, |d| d.p95),
-                pick(s.ttft_ms, |d| d.p99),
-                pick(s.ttfat_ms, |d| d.p50),
-                pick(s.ttfat_ms, |d| d.p95),
-                pick(s.tpot_ms, |d| d.p50),
-                pick(s.tpot_ms, |d| d.p95),
-                pick(s.itl_ms, |d| d.p99),
-                pick(s.e2e_ms, |d| d.p95),
-                pick(s.queue_ms, |d| d.p95),
-                pick(s.decode_tps, |d| d.mean),
-                num(s.output_tps),
-                num(s.request_throughput_rps),
-                s.goodput_rps.map(num).unwrap_or_default(),
-                num(s.tps_sum_article),
-                num(s.peak_output_tps),
-                s.peak_concurrency.to_string(),
-                s.n_usage_counted.to_string(),
-                s.n_mismatched.to_string(),
-                fails_text(&s.fails_by_kind),
-                pick(s.browser_wait_ms, |d| d.p95),
-                pick(s.ttft_after_send_ms, |d| d.p50),
-                pick(s.ttft_after_send_ms, |d| d.p95),
-                s.protocols
-                    .iter()
-                    .map(|(p, n)| format!("{p}:{n}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ];
-            push_csv_row(&mut out, &row);
-        }
-        out
-    }
-
-    /// One row per request.
-    pub fn requests_csv(&self) -> String {
-        let mut out = String::from(
-            "id,concurrency,warmup,status,error_kind,error_detail,queue_ms,ttft_ms,ttfat_ms,tpot_ms,e2e_ms,n_out,token_source,token_mismatch,n_token_events,decode_tps,finish_reason\n",
-        );
-        for r in &self.records {
-            let us_ms = |us: Option<u64>| us.map(|t| num(t as f64 / 1e3)).unwrap_or_default();
-            let row = [
-                r.id.to_string(),
-                r.concurrency.to_string(),
-                r.warmup.to_string(),
-                r.status.map(|s| s.to_string()).unwrap_or_default(),
-                r.error
-                    .as_ref()
-                    .map(|e| e.kind.name().to_owned())
-                    .unwrap_or_default(),
-                r.error
-                    .as_ref()
-                    .map(|e| e.detail.clone())
-                    .unwrap_or_default(),
-                us_ms(Some(r.queue_us())),
-                us_ms(r.ttft_us()),
-                us_ms(r.ttfat_us()),
-                r.tpot_us().map(|t| num(t / 1e3)).unwrap_or_default(),
-                us_ms(Some(r.e2e_us())),
-                r.n_out.map(|n| n.to_string()).unwrap_or_default(),
-                format!("{:?}", r.token_source).to_lowercase(),
-                r.token_mismatch.map(|m| m.to_string()).unwrap_or_default(),
-                r.n_token_events.to_string(),
-                r.decode_tps().map(num).unwrap_or_default(),
-                r.finish_reason.clone().unwrap_or_default(),
-            ];
-            push_csv_row(&mut out, &row);
-        }
-        out
-    }
-
-    /// A report for people: the article's table and more, the verdict, the errors.
-    pub fn markdown(&self, lang: Lang) -> String {
-        let zh = lang == Lang::Zh;
-        let mut out = String::new();
-        let status = match (self.status, zh) {
-            (RunStatus::Done, false) => "done",
-            (RunStatus::Cancelled, false) => "cancelled",
-            (RunStatus::Done, true) => "已完成",
-            (RunStatus::Cancelled, true) => "已取消",
-        };
-        let _ = writeln!(out, "# tokenmeter: {} ({})\n", self.plan.model, status);
-        let _ = writeln!(
-            out,
-            "{} `{}` · max_tokens {} · {} {}\n",
-            if zh { "接口" } else { "Endpoint" },
-            self.plan.endpoint_url(),
-            self.plan.max_tokens,
-            if zh { "开始于" } else { "started" },
-            self.started_at
-        );
-        let (header, rows) = article_table(&self.levels, lang);
-        let _ = writeln!(
-            out,
-            "| {} |\n|{}",
-            header.join(" | "),
-            "---|".repeat(header.len())
-        );
-        for row in rows {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
-        let _ = writeln!(
-            out,
-            "\n## {}\n\n{}\n",
-            if zh { "结论" } else { "Verdict" },
-            self.verdict.text(lang)
-        );
-        if !self.total.fails_by_kind.is_empty() {
-            let _ = writeln!(out, "## {}\n", if zh { "错误" } else { "Errors" });
-            for (kind, n) in &self.total.fails_by_kind {
-                let _ = writeln!(out, "- **{}** ×{n}: {}", kind.title(lang), kind.hint(lang));
-            }
-        }
-        // An A/B run: the targets side by side, then each other target's report.
-        if !self.ab.is_empty() {
-            let _ = writeln!(out, "## {}\n", if zh { "A/B 对比" } else { "A/B" });
-            for line in crate::ab::said(self, lang) {
-                let _ = writeln!(out, "- {line}");
-            }
-            for (i, other) in self.ab.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "\n---\n\n{} {}\n",
-                    if zh { "目标" } else { "Target" },
-                    crate::ab::target_name(self, i + 1)
-                );
-                out.push_str(&other.markdown(lang));
-            }
-        }
-        out
-    }
-}
-
-/// The reference article's table and a few more columns, in `lang`: header and one
-/// row per level, for the Markdown and HTML reports.
-pub fn article_table(levels: &[Summary], lang: Lang) -> ([&'static str; 14], Vec<[String; 14]>) {
-    let header = match lang {
-        Lang::Zh => [
-            "并发",
-            "成功",
-            "失败",
-            "TTFT p50",
-            "TTFT p95",
-            "TTFT p99",
-            "TPOT p50",
-            "TPOT p95",
-            "ITL p99",
-            "E2E p95",
-            "单请求 TPS 均值",
-            "总输出 tok/s",
-            "请求/s",
-            "goodput/s",
-        ],
-        Lang::En => [
-            "concurrency",
-            "n_ok",
-            "n_fail",
-            "TTFT p50",
-            "TTFT p95",
-            "TTFT p99",
-            "TPOT p50",
-            "TPOT p95",
-            "ITL p99",
-            "E2E p95",
-            "TPS mean",
-            "output tok/s",
-            "req/s",
-            "goodput/s",
-        ],
-    };
-    // A figure another tool did not report is NaN: a dash, as for none.
-    let ms = |d: Option<Distribution>, f: fn(&Distribution) -> f64| {
-        d.map(|d| f(&d))
-            .filter(|v| v.is_finite())
-            .map_or_else(|| "–".into(), |v| format!("{v:.1} ms"))
-    };
-    let rows = levels
-        .iter()
-        .map(|s| {
-            [
-                s.concurrency.unwrap_or_default().to_string(),
-                s.n_ok.to_string(),
-                s.n_fail.to_string(),
-                ms(s.ttft_ms, |d| d.p50),
-                ms(s.ttft_ms, |d| d.p95),
-                ms(s.ttft_ms, |d| d.p99),
-                ms(s.tpot_ms, |d| d.p50),
-                ms(s.tpot_ms, |d| d.p95),
-                ms(s.itl_ms, |d| d.p99),
-                ms(s.e2e_ms, |d| d.p95),
-                s.decode_tps
-                    .map(|d| format!("{:.1}", d.mean))
-                    .unwrap_or_else(|| "–".into()),
-                format!("{:.1}", s.output_tps),
-                format!("{:.2}", s.request_throughput_rps),
-                s.goodput_rps
-                    .map(|g| format!("{g:.2}"))
-                    .unwrap_or_else(|| "–".into()),
-            ]
-        })
-        .collect();
-    (header, rows)
-}
-
-fn pick(d: Option<Distribution>, f: fn(&Distribution) -> f64) -> String {
-    d.map(|d| num(f(&d))).unwrap_or_default()
-}
-
-/// Numbers in CSV: three decimals, no trailing zeros; empty when not measured.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return String::new();
-    }
-    let s = format!("{x:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.to_owned()
-    }
-}
-
-fn fails_text(fails: &VecMap<ErrorKind, u64>) -> String {
-    fails
-        .iter()
-        .map(|(k, n)| format!("{}:{n}", k.name()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A cell a spreadsheet would run as a formula (server text such as an error detail
-/// may start with `=`, `+`, `-`, `@`): prefixed with `'`, OWASP's advice. Numbers
-/// (`-3`) stay numbers.
-fn defused(field: &str) -> std::borrow::Cow<'_, str> {
-    let risky = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
-    if risky && field.parse::<f64>().is_err() {
-        format!("'{field}").into()
-    } else {
-        field.into()
-    }
-}
-
-fn push_csv_row(out: &mut String, fields: &[String]) {
-    for (i, field) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let field = defused(field);
-        if field.contains([',', '"', '\n', '\r']) {
-            out.push('"');
-            out.push_str(&field.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(&field);
-        }
-    }
-    out.push('\n');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{
-        error::RequestError,
+        error::{ErrorKind, RequestError},
         record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
     };
 
@@ -779,7 +536,7 @@ mod tests {
     #[test]
     fn csv_rows_and_escaping() {
         let doc = document();
-        let levels = doc.levels_csv();
+        let levels = crate::render::levels_csv(&doc);
         let lines: Vec<&str> = levels.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("concurrency,n_requests,n_ok,n_fail"));
@@ -787,7 +544,7 @@ mod tests {
         let fields: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(&fields[..6], ["1", "1", "1", "0", "0", "100"]);
         assert!(lines[2].contains(",rate_limited:1,"), "{}", lines[2]);
-        let requests = doc.requests_csv();
+        let requests = crate::render::requests_csv(&doc);
         assert_eq!(requests.lines().count(), 6);
         assert!(
             requests.contains("\"HTTP 429, \"\"slow\"\"\""),
@@ -798,11 +555,11 @@ mod tests {
     #[test]
     fn markdown_in_both_languages() {
         let doc = document();
-        let en = doc.markdown(Lang::En);
+        let en = crate::render::markdown(&doc, Lang::En);
         assert!(en.contains("| concurrency | n_ok |"));
         assert!(en.contains("| 1 | 1 | 0 | 100.0 ms |"), "{en}");
         assert!(en.contains("Rate limited (429)"));
-        let zh = doc.markdown(Lang::Zh);
+        let zh = crate::render::markdown(&doc, Lang::Zh);
         assert!(zh.contains("| 并发 | 成功 |"));
         assert!(zh.contains("被限流"));
     }
@@ -1175,7 +932,7 @@ mod tests {
         doc.records[3].error.as_mut().unwrap().detail = "=HYPERLINK(\"http://x\")".into();
         doc.records[3].finish_reason = Some("@SUM(A1)".into());
         doc.records[3].token_mismatch = Some(-3);
-        let csv = doc.requests_csv();
+        let csv = crate::render::requests_csv(&doc);
         assert!(csv.contains(",\"'=HYPERLINK(\"\"http://x\"\")\","), "{csv}");
         assert!(csv.contains(",'@SUM(A1)"), "{csv}");
         assert!(csv.contains(",-3,"), "numbers stay numbers: {csv}");
@@ -1183,9 +940,9 @@ mod tests {
 
     #[test]
     fn numbers_are_compact() {
-        assert_eq!(num(100.0), "100");
-        assert_eq!(num(0.12345), "0.123");
-        assert_eq!(num(-0.0001), "0");
+        assert_eq!(crate::columns::csv_number(100.0), "100");
+        assert_eq!(crate::columns::csv_number(0.12345), "0.123");
+        assert_eq!(crate::columns::csv_number(-0.0001), "0");
     }
 
     /// A ladder of 1 and 2 run three times, one pass after another: level 1 the

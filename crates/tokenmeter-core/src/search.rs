@@ -2,7 +2,7 @@
 //! ladder. Probes step up by doubling from the start until one breaks the SLO (or
 //! the ceiling is reached), then bisect between the highest level that held and
 //! the lowest that broke until they are one apart. Each probe is a closed-loop
-//! level of a bounded number of requests ([`requests_per_probe`]); a probe the
+//! level of a bounded number of requests ([`requests_per_probe`](crate::plan::requests_per_probe)); a probe the
 //! browser or the engine distorted counts as broken (its figures are not the
 //! server's), and says so.
 //!
@@ -12,8 +12,6 @@
 //! would meet every limit at least 95% of the time, from how many of them did.
 
 use serde::{Deserialize, Serialize};
-
-use crate::{report::RunDocument, verdict::Sentence};
 
 /// A probe's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,28 +84,6 @@ impl SloSearch {
             probes: self.probes.clone(),
         }
     }
-
-    /// The most probes a search from `start` to `max` can take: the doublings,
-    /// then halving the last gap.
-    pub fn max_probes(start: u32, max: u32) -> u32 {
-        let start = start.max(1);
-        let max = max.max(start);
-        let mut steps = 1;
-        let mut c = start;
-        while c < max {
-            c = c.saturating_mul(2).min(max);
-            steps += 1;
-        }
-        // The last doubling left a gap of at most half the ceiling to bisect.
-        let gap = (max / 2).max(1);
-        steps + u32::BITS - gap.leading_zeros()
-    }
-}
-
-/// The requests a probe at `concurrency` sends: the plan's count, and at least two
-/// waves, so that the level holds its concurrency.
-pub fn requests_per_probe(concurrency: u32, requests: u32) -> u32 {
-    requests.max(concurrency.saturating_mul(2))
 }
 
 /// The result of a search, kept in the run document.
@@ -121,49 +97,6 @@ pub struct SearchOutcome {
     pub max: u32,
     /// Every probe, in the order run.
     pub probes: Vec<Probe>,
-}
-
-/// Whether the probe at `concurrency` met the SLO, as the verdict of the run so far
-/// judges its level; a level the verdict left out (the browser or the engine
-/// shaped it) did not.
-pub fn probe_met(document: &RunDocument, concurrency: u32) -> bool {
-    document
-        .verdict
-        .levels
-        .iter()
-        .find(|l| l.concurrency == concurrency)
-        .is_some_and(|l| l.meets_slo)
-}
-
-/// Keeps a search's outcome in its finished document and says it first in the
-/// verdict, with what broke the SLO and how sure the answer is.
-pub fn conclude(document: &mut RunDocument, outcome: SearchOutcome) {
-    let level = |c: u32| document.levels.iter().find(|l| l.concurrency == Some(c));
-    let breaches = outcome.lowest_broken.map_or_else(Vec::new, |b| {
-        match document.verdict.levels.iter().find(|l| l.concurrency == b) {
-            Some(judged) => judged.slo_breaches.clone(),
-            None => vec![match level(b).and_then(|l| l.distorted.as_ref()) {
-                Some(_) => {
-                    "the browser or the engine, not the server, shaped this level".to_owned()
-                }
-                None => "no figures".to_owned(),
-            }],
-        }
-    });
-    let (n, n_good) = outcome
-        .highest_met
-        .and_then(level)
-        .map_or((0, 0), |l| (l.n_ok + l.n_fail, l.n_good.unwrap_or(0)));
-    document.verdict.lead(Sentence::SearchFound {
-        highest: outcome.highest_met,
-        lowest_broken: outcome.lowest_broken,
-        max: outcome.max,
-        breaches,
-        n,
-        n_good,
-        confidence_pct: confidence(n, n_good).map(|c| c * 100.0),
-    });
-    document.search = Some(outcome);
 }
 
 /// The confidence that at least 95% of a level's requests meet every limit, given
@@ -200,7 +133,7 @@ mod tests {
         while let Some(c) = s.next() {
             s.observe(c, c <= capacity);
             n += 1;
-            assert!(n <= SloSearch::max_probes(start, max), "bounded");
+            assert!(n <= crate::plan::max_probes(start, max), "bounded");
         }
         s
     }
@@ -285,9 +218,10 @@ mod tests {
     use crate::{
         chart::tests_support,
         error::{ErrorKind, Lang, RequestError},
+        plan::requests_per_probe,
         plan::{Plan, Slo},
         record::RequestRecord,
-        report::{Environment, RunStatus},
+        report::{Environment, RunDocument, RunStatus},
     };
 
     /// A request at `concurrency` with its first token after `ttft_ms`, or one
@@ -330,11 +264,11 @@ mod tests {
         records.extend((20..40).map(|i| record(i, 3, 400, false)));
         records.extend((40..50).map(|i| record(i, 4, 100, i == 45)));
         let doc = document(slo, records);
-        assert!(probe_met(&doc, 2));
-        assert!(!probe_met(&doc, 3));
-        assert!(!probe_met(&doc, 4), "10% errors > 5%");
+        assert!(doc.verdict.meets_slo_at(2));
+        assert!(!doc.verdict.meets_slo_at(3));
+        assert!(!doc.verdict.meets_slo_at(4), "10% errors > 5%");
         assert!(
-            !probe_met(&doc, 8),
+            !doc.verdict.meets_slo_at(8),
             "a level never measured did not meet it"
         );
     }
@@ -353,7 +287,7 @@ mod tests {
         search.observe(2, true);
         search.observe(4, false);
         search.observe(3, false);
-        conclude(&mut doc, search.outcome());
+        doc.conclude_search(search.outcome());
         assert_eq!(doc.search.as_ref().unwrap().highest_met, Some(2));
         let en = doc.verdict.text(Lang::En);
         assert!(
@@ -374,6 +308,6 @@ mod tests {
     fn probes_hold_their_concurrency() {
         assert_eq!(requests_per_probe(4, 20), 20);
         assert_eq!(requests_per_probe(32, 20), 64);
-        assert_eq!(SloSearch::max_probes(1, 64), 7 + 6);
+        assert_eq!(crate::plan::max_probes(1, 64), 7 + 6);
     }
 }

@@ -444,12 +444,12 @@ mod tests {
         assert!(back.levels[0].ttft_ms.unwrap().p95.is_nan());
         assert_eq!(back.levels[0].ttft_ms.unwrap().p99, 200.0);
         // Shown as dashes, not NaN.
-        let md = doc.markdown(Lang::En);
+        let md = crate::render::markdown(&doc, Lang::En);
         assert!(
             md.contains("| 4 | 8 | 2 | 90.0 ms | – | 200.0 ms |"),
             "{md}"
         );
-        assert!(!md.contains("NaN") && !doc.levels_csv().contains("NaN"));
+        assert!(!md.contains("NaN") && !crate::render::levels_csv(&doc).contains("NaN"));
         assert!(import(r#"{"schema": 1}"#).unwrap_err().contains("neither"));
         assert!(import("not json").unwrap_err().contains("not valid JSON"));
     }

@@ -17,11 +17,13 @@ use std::{fs, path::PathBuf, process::ExitCode};
 
 use clap::Parser;
 use tokenmeter_core::{
+    columns::article_table,
     diagnosis::diagnose,
     error::Lang,
     locust,
     plan::{import_config, Slo},
-    report::{article_table, RunDocument},
+    render,
+    report::RunDocument,
     verdict::analyse,
     vllm,
 };
@@ -124,9 +126,9 @@ fn run(args: &Args) -> Result<bool, String> {
     print!("{}", printed(&document, lang));
     for (path, contents) in [
         (&args.json, document.to_json()),
-        (&args.csv, document.levels_csv()),
-        (&args.requests_csv, document.requests_csv()),
-        (&args.md, document.markdown(lang)),
+        (&args.csv, render::levels_csv(&document)),
+        (&args.requests_csv, render::requests_csv(&document)),
+        (&args.md, render::markdown(&document, lang)),
         (&args.html, document.html(lang)),
     ] {
         if let Some(path) = path {
@@ -225,7 +227,7 @@ fn printed(document: &RunDocument, lang: Lang) -> String {
         "{}{endpoint} · {}\n\n",
         document.plan.model, document.started_at
     );
-    out += &line(&header.map(str::to_owned));
+    out += &line(&header.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>());
     for row in &rows {
         out += &line(row);
     }

@@ -125,6 +125,16 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// Whether the level at `concurrency` meets the SLO as this verdict judged it;
+    /// a level the verdict left out (the browser or the engine shaped it) does not.
+    /// An SLO search's probe is judged so.
+    pub fn meets_slo_at(&self, concurrency: u32) -> bool {
+        self.levels
+            .iter()
+            .find(|l| l.concurrency == concurrency)
+            .is_some_and(|l| l.meets_slo)
+    }
+
     /// The explanation in `lang`.
     pub fn text(&self, lang: Lang) -> String {
         if self.sentences.is_empty() {
