@@ -17,7 +17,10 @@ pub fn App() -> impl IntoView {
     if let Some(interrupted) = crate::run::take_interrupted() {
         history.keep(std::sync::Arc::new(interrupted));
     }
-    let run = RunController::new(move |document| history.keep(std::sync::Arc::clone(document)));
+    let run = RunController::new(
+        move |document| history.keep(std::sync::Arc::clone(document)),
+        crate::results::finished_view_ready,
+    );
     let lang = RwSignal::new(crate::language::initial());
     crate::screen::Screen::watch();
     view! {

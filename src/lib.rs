@@ -73,6 +73,7 @@ mod glossary;
 mod history;
 mod language;
 pub mod models;
+mod pieces;
 pub mod protocol;
 mod results;
 mod run;
@@ -86,6 +87,22 @@ pub use app::App;
 /// modes, storage turned off): what is kept there is kept on a best-effort basis.
 fn local_storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// `TypeError: Failed to fetch` and the like, from whatever was thrown.
+pub fn describe_js_error(error: &wasm_bindgen::JsValue) -> String {
+    use wasm_bindgen::JsCast;
+    if let Some(error) = error.dyn_ref::<js_sys::Error>() {
+        format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        )
+    } else if let Some(text) = error.as_string() {
+        text
+    } else {
+        format!("{error:?}")
+    }
 }
 
 /// The page's default target: the simulator that `cargo xtask serve` starts beside it.

@@ -7,7 +7,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, RequestInit, Response};
 
-use crate::engine::request::describe_js_error;
+use crate::describe_js_error;
 
 /// The model IDs the server lists, or a sentence saying why there are none.
 pub async fn list(

@@ -11,7 +11,6 @@
 
 use std::{rc::Rc, sync::Arc, time::Duration};
 
-use futures_util::FutureExt;
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::OverTime,
@@ -23,7 +22,7 @@ use tokenmeter_core::{
 use wasm_bindgen::{prelude::Closure, JsCast};
 
 use crate::{
-    history::stored_copy,
+    pieces::{self, interrupted_document, stored_copy, Interrupted, ShowWhenReady},
     protocol::{FromWorker, Progress, ToWorker},
     worker::{EngineWorker, WorkerEvent},
 };
@@ -146,32 +145,6 @@ impl Partial {
     }
 }
 
-/// A run that did not finish, as far as it went: what its document is built from.
-struct Interrupted {
-    run_id: String,
-    started_at: String,
-    plan: Plan,
-    environment: Environment,
-    records: Vec<RequestRecord>,
-}
-
-split_off! { keep, preload fetch_interrupted_code:
-    /// The document of a run that did not finish (its statistics, verdict and
-    /// conditions, as the engine builds a finished one's). A split build fetches
-    /// this code (with history's `stored_copy`) when a run starts, so that saving
-    /// the run as it goes can build its document at once.
-    fn interrupted_document(run: Interrupted) -> RunDocument {
-        RunDocument::build(
-            run.run_id,
-            run.started_at,
-            RunStatus::Cancelled,
-            run.plan,
-            run.environment,
-            run.records,
-        )
-    }
-}
-
 /// The run a previous page load was running when it ended, if any, as a
 /// cancelled run that says it was interrupted; it is taken out of storage.
 pub fn take_interrupted() -> Option<RunDocument> {
@@ -191,12 +164,17 @@ pub struct RunController {
     partial: StoredValue<Option<Partial>, LocalStorage>,
     /// When the engine last said anything, `performance.now()` ms.
     last_heard_ms: StoredValue<f64>,
+    finished_view: ShowWhenReady,
 }
 
 impl RunController {
     /// `on_finished` is called with every finished or cancelled run before it is
-    /// shown (the app keeps it in history: a finished run is never lost).
-    pub fn new(on_finished: impl Fn(&Arc<RunDocument>) + 'static) -> RunController {
+    /// shown (the app keeps it in history: a finished run is never lost);
+    /// `finished_view` fetches what showing it needs (see [`ShowWhenReady`]).
+    pub fn new(
+        on_finished: impl Fn(&Arc<RunDocument>) + 'static,
+        finished_view: ShowWhenReady,
+    ) -> RunController {
         let view = RwSignal::new(RunView::Idle);
         let problems = RwSignal::new(Vec::new());
         let partial = StoredValue::new_local(None::<Partial>);
@@ -225,7 +203,7 @@ impl RunController {
                     end_partial(partial);
                     let document = Arc::new(*document);
                     on_finished(&document);
-                    show_finished(view, document);
+                    show_finished(view, document, finished_view);
                 }
                 WorkerEvent::Message(FromWorker::Failed { problems: why }) => {
                     end_partial(partial);
@@ -258,7 +236,7 @@ impl RunController {
                                 end_partial(partial);
                                 let document = Arc::new(document);
                                 on_finished(&document);
-                                show_finished(view, document);
+                                show_finished(view, document, finished_view);
                             }
                             Err(missing) => {
                                 // What was saved as the run went stays saved: the
@@ -274,6 +252,7 @@ impl RunController {
         let run = RunController {
             view,
             problems,
+            finished_view,
             worker,
             partial,
             last_heard_ms,
@@ -324,12 +303,7 @@ impl RunController {
         }));
         // Saving the run as it goes builds its document at once: its code is
         // fetched now (see `save_in_progress`).
-        leptos::task::spawn_local(async {
-            // Each function of a piece is readied on its own (the module is
-            // fetched once).
-            let _ = fetch_interrupted_code().await;
-            let _ = crate::history::fetch_keep_code().await;
-        });
+        leptos::task::spawn_local(pieces::when_run_starts());
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
         self.view.set(RunView::Running(None));
@@ -389,11 +363,11 @@ impl RunController {
         // At once, or not at all (the page may be closing): the code that builds
         // the document was fetched when the run started, and seconds went by
         // since; a run saved before it arrived is saved at the next tick.
-        let Some(Ok(document)) = interrupted_document(interrupted).now_or_never() else {
+        let Some(document) = pieces::at_once(interrupted_document(interrupted)) else {
             return;
         };
-        let Some(Ok((_, json))) =
-            stored_copy(Arc::new(document), IN_PROGRESS_CAP_BYTES).now_or_never()
+        let Some((_, json)) =
+            pieces::at_once(stored_copy(Arc::new(document), IN_PROGRESS_CAP_BYTES))
         else {
             return;
         };
@@ -431,7 +405,7 @@ impl RunController {
     /// Shows a kept run (not while a run goes: the live view stays).
     pub fn show(&self, document: Arc<RunDocument>) {
         if !self.view.with_untracked(RunView::is_running) {
-            show_finished(self.view, document);
+            show_finished(self.view, document, self.finished_view);
         }
     }
 
@@ -460,11 +434,15 @@ impl RunController {
 /// Shows a finished run once its view's code is here: at once in the usual case (a
 /// split build fetches it while the run goes), so that the status never says
 /// "done" before the run is on the page. A run that starts meanwhile wins.
-fn show_finished(view: RwSignal<RunView>, document: Arc<RunDocument>) {
+fn show_finished(
+    view: RwSignal<RunView>,
+    document: Arc<RunDocument>,
+    finished_view: ShowWhenReady,
+) {
     let was_running = view.with_untracked(RunView::is_running);
     leptos::task::spawn_local(async move {
         // One that cannot be fetched is said where the results go.
-        let _ = crate::results::fetch_finished_view().await;
+        finished_view().await;
         if was_running || !view.with_untracked(RunView::is_running) {
             view.set(RunView::Finished(document));
         }

@@ -12,7 +12,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{RequestCache, RequestInit, Response};
 
 use super::draft::DraftSignals;
-use crate::{engine::request::describe_js_error, files::download};
+use crate::{describe_js_error, files::download};
 
 split_off! { locust:
     /// The plan as a locustfile, from its `template`: in a split build, code

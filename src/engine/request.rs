@@ -26,6 +26,8 @@ use web_sys::{
     WritableStream,
 };
 
+use crate::describe_js_error;
+
 use super::{
     cancel::CancelToken,
     clock::{self, Clock},
@@ -451,20 +453,5 @@ fn fetch(url: &str, init: &RequestInit) -> js_sys::Promise {
         global
             .unchecked_into::<web_sys::Window>()
             .fetch_with_str_and_init(url, init)
-    }
-}
-
-/// `TypeError: Failed to fetch` and the like, from whatever was thrown.
-pub fn describe_js_error(error: &JsValue) -> String {
-    if let Some(error) = error.dyn_ref::<js_sys::Error>() {
-        format!(
-            "{}: {}",
-            String::from(error.name()),
-            String::from(error.message())
-        )
-    } else if let Some(text) = error.as_string() {
-        text
-    } else {
-        format!("{error:?}")
     }
 }

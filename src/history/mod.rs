@@ -27,6 +27,8 @@ use futures_util::StreamExt;
 use leptos::prelude::*;
 use tokenmeter_core::{chart::MAX_COMPARED, report::RunDocument};
 
+use crate::pieces::stored_copy;
+
 pub use compare::comparison;
 pub use panel::HistoryPanel;
 use store::RunStore;
@@ -58,19 +60,6 @@ pub struct History {
     pub loaded: RwSignal<bool>,
     writes: StoredValue<mpsc::UnboundedSender<Write>>,
     keeps: StoredValue<mpsc::UnboundedSender<Arc<RunDocument>>>,
-}
-
-split_off! { keep, preload fetch_keep_code:
-    /// A run as it is stored: without its per-token times and answer texts, within
-    /// `max_bytes` (see `RunDocument::for_history`), and as JSON. Writing a run
-    /// document is not needed to show the page: a split build fetches this code
-    /// (with [`crate::run`]'s builder of an unfinished run's document) when a run
-    /// starts, or when a run is imported.
-    pub(crate) fn stored_copy(document: Arc<RunDocument>, max_bytes: usize) -> (RunDocument, String) {
-        let kept = document.for_history(max_bytes);
-        let json = serde_json::to_string(&kept).expect("a run document always serialises");
-        (kept, json)
-    }
 }
 
 impl History {
@@ -188,7 +177,7 @@ impl History {
 
     /// Keeps a run (replacing one with the same id) and stores it: in the order
     /// asked, once the code that makes its stored copy is here (a split build
-    /// fetches it when a run starts, see [`stored_copy`]).
+    /// fetches it when a run starts, see [`stored_copy`](crate::pieces::stored_copy)).
     pub fn keep(&self, document: Arc<RunDocument>) {
         self.keeps.with_value(|keeps| {
             let _ = keeps.unbounded_send(document);

@@ -14,7 +14,7 @@ mod live;
 
 use std::{future::Future, sync::Arc};
 
-use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
 use leptos::{prelude::*, wasm_split::SplitLoaderError};
 use tokenmeter_core::{error::Lang, report::RunDocument};
 
@@ -22,6 +22,7 @@ use crate::{
     glossary::MetricGlossary,
     history::History,
     language::say,
+    pieces::at_once,
     run::{RunController, Shown},
     PieceMissing,
 };
@@ -42,6 +43,15 @@ split_off! { finished, preload fetch_finished_view:
     pub(crate) fn finished_view(document: Arc<RunDocument>, lang: RwSignal<Lang>, history: History) -> AnyView {
         view! { <finished::Finished document=document lang=lang history=history/> }.into_any()
     }
+}
+
+/// Fetches the finished view's code, for the run to wait on before it says a run
+/// is done (see [`crate::pieces::ShowWhenReady`]); one that cannot be fetched is
+/// said where the results go.
+pub fn finished_view_ready() -> LocalBoxFuture<'static, ()> {
+    Box::pin(async {
+        let _ = fetch_finished_view().await;
+    })
 }
 
 split_off! { live, preload fetch_live_view:
@@ -69,11 +79,10 @@ where
         view! { <p class="callout warn" data-testid="results-missing">{why.to_string()}</p> }
             .into_any()
     }
-    if let Some(shown) = build().now_or_never() {
-        return shown.unwrap_or_else(missing);
+    if let Some(shown) = at_once(build()) {
+        return shown;
     }
-    // Once fetched, a piece's function completes on its first poll.
-    let now = move || build().now_or_never().unwrap_or(Err(PieceMissing));
+    let now = move || at_once(build()).ok_or(PieceMissing);
     let fetched = RwSignal::new(None::<bool>);
     leptos::task::spawn_local_scoped(async move {
         fetched.set(Some(preload.await.is_ok()));

@@ -1,0 +1,89 @@
+//! The lazily loaded pieces of a split build (see `split_off!` in `lib.rs`): which
+//! there are, when each is fetched ahead of its use, and how a fetched one is used
+//! at once. The page's modules depend on this one, never on each other for a piece.
+//!
+//! | piece | its code | fetched |
+//! |---|---|---|
+//! | `engine` | `engine/host.rs`: the engine, in the worker | when the worker starts |
+//! | `live` | `results/mod.rs`: the live view | when the first run starts ([`when_run_starts`]) |
+//! | `finished` | `results/mod.rs`: a finished run's view | while a run goes, and before one is shown ([`ShowWhenReady`]) |
+//! | `keep` | here: a run as history stores it, an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
+//! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
+//! | `imports` | `history/panel.rs`: other tools' results read | on the first import |
+//! | `locust` | `config/locust.rs`: the plan as a locustfile | on the first Locust export |
+//!
+//! A view's piece is declared where its code is (the split moves the function's
+//! body and all it alone reaches); the `keep` piece serves `run` and `history`
+//! both, so it is declared here, once.
+
+use std::{future::Future, sync::Arc};
+
+use futures_util::{future::LocalBoxFuture, FutureExt};
+use tokenmeter_core::{
+    plan::Plan,
+    record::RequestRecord,
+    report::{Environment, RunDocument, RunStatus},
+};
+
+use crate::PieceMissing;
+
+/// A run that did not finish, as far as it went: what its document is built from.
+pub struct Interrupted {
+    pub run_id: String,
+    pub started_at: String,
+    pub plan: Plan,
+    pub environment: Environment,
+    pub records: Vec<RequestRecord>,
+}
+
+split_off! { keep, preload fetch_interrupted_document:
+    /// The document of a run that did not finish (its statistics, verdict and
+    /// conditions, as the engine builds a finished one's). Fetched when a run
+    /// starts, so that saving the run as it goes builds its document at once.
+    pub fn interrupted_document(run: Interrupted) -> RunDocument {
+        RunDocument::build(
+            run.run_id,
+            run.started_at,
+            RunStatus::Cancelled,
+            run.plan,
+            run.environment,
+            run.records,
+        )
+    }
+}
+
+split_off! { keep, preload fetch_stored_copy:
+    /// A run as it is stored: without its per-token times and answer texts, within
+    /// `max_bytes` (see `RunDocument::for_history`), and as JSON. Writing a run
+    /// document is not needed to show the page: fetched when a run starts, or when
+    /// a run is first stored.
+    pub fn stored_copy(document: Arc<RunDocument>, max_bytes: usize) -> (RunDocument, String) {
+        let kept = document.for_history(max_bytes);
+        let json = serde_json::to_string(&kept).expect("a run document always serialises");
+        (kept, json)
+    }
+}
+
+/// What a run needs ready as it starts: the `keep` piece, so that the run can be
+/// saved as it goes ([`at_once`]). Each function of a piece is readied on its own
+/// (the module is fetched once).
+pub async fn when_run_starts() {
+    let _ = fetch_interrupted_document().await;
+    let _ = fetch_stored_copy().await;
+}
+
+/// Fetches what showing a finished run needs: its view's code (a piece of the
+/// results area, which `run` does not know; the app hands it in).
+pub type ShowWhenReady = fn() -> LocalBoxFuture<'static, ()>;
+
+/// A piece's function called where nothing can wait (the page may be closing, a
+/// view must be on the page the moment its status is said): its result when its
+/// piece is here, `None` when it is not (yet) or could not be fetched.
+///
+/// The rule this rests on: once its module is fetched, a piece's function
+/// completes on its first poll (it only looks the module up; in an unsplit build
+/// it is a plain `async fn` with no await). A function that awaited anything
+/// else would break it, so nothing but `split_off!` functions come here.
+pub fn at_once<T>(call: impl Future<Output = Result<T, PieceMissing>>) -> Option<T> {
+    call.now_or_never().and_then(Result::ok)
+}
