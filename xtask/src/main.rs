@@ -7,6 +7,7 @@
 //! - `cargo xtask setup`: only the setup (toolchain, trunk, wasm-bindgen, the three
 //!   browser engines and their drivers, node).
 //! - `cargo xtask bench core|sim|accuracy|load|memory|size`: benchmarks that print figures.
+//! - `cargo xtask tidy`: the import layering of the core and the page, checked.
 
 mod bench;
 mod csp;
@@ -15,6 +16,7 @@ mod serve;
 mod setup;
 mod split;
 mod test;
+mod tidy;
 mod util;
 mod wasm_opt;
 
@@ -28,6 +30,7 @@ usage: cargo xtask <command>
   build                             release build into dist/ (works from any sub-path)
   setup                             install what is missing, print what was found
   bench core|sim|accuracy|load|memory|size  benchmarks; they print figures, they assert nothing
+  tidy                              the core's and the page's imports against their layers
 ";
 
 fn main() -> ExitCode {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         })
         .map(drop),
         Some("bench") => bench::run(rest),
+        Some("tidy") => tidy::run(),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())

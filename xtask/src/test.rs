@@ -48,6 +48,7 @@ pub fn run(args: &[String]) -> Result<()> {
         cmd
     };
 
+    step("tidy: imports follow the layers", crate::tidy::run)?;
     step("cargo fmt --check", || {
         exec(cargo().args(["fmt", "--all", "--check"]))
     })?;
