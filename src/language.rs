@@ -1,9 +1,40 @@
-//! The results' language (English or Chinese): the one the person chose last on
+//! The page's language (English or Chinese): the one the person chose last on
 //! this device, else the browser's first preferred language when it is Chinese,
-//! else English. The choice is not a secret, so it is kept in local storage.
+//! else English. The choice is not a secret, so it is kept in local storage. The
+//! app provides it as a context ([`provide`]); every text the page shows is a
+//! [`Words`] (English and Chinese side by side, so neither can be missing) read
+//! through it.
 
 use leptos::prelude::*;
 use tokenmeter_core::error::Lang;
+pub use tokenmeter_core::error::Words;
+
+/// A text in English and Chinese.
+pub const fn w(en: &'static str, zh: &'static str) -> Words {
+    Words { en, zh }
+}
+
+/// Makes `lang` the page's language for every component below.
+pub fn provide(lang: RwSignal<Lang>) {
+    provide_context(lang);
+}
+
+/// The page's language; English for a component mounted without the app (tests).
+pub fn current() -> RwSignal<Lang> {
+    use_context::<RwSignal<Lang>>().unwrap_or_else(|| RwSignal::new(Lang::En))
+}
+
+/// The page's language at this moment, for a text made once (a message as
+/// something happens).
+pub fn now() -> Lang {
+    current().get_untracked()
+}
+
+/// `words` in the page's language, as it changes.
+pub fn words(words: Words) -> impl Fn() -> &'static str + Copy {
+    let lang = current();
+    move || words.text(lang.get())
+}
 
 const LANG_STORAGE: &str = "tokenmeter.lang";
 

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use tokenmeter_core::{
-    condition::RunCondition, plan::Plan, record::RequestRecord, report::RunDocument,
+    condition::RunCondition, error::Said, plan::Plan, record::RequestRecord, report::RunDocument,
 };
 
 /// Page → worker.
@@ -47,7 +47,7 @@ pub enum FromWorker {
     },
     /// The run could not start (an invalid plan); nothing was sent.
     Failed {
-        problems: Vec<String>,
+        problems: Vec<Said>,
     },
 }
 

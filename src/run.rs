@@ -15,9 +15,11 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     chart::OverTime,
     condition::{Interruption, RunCondition},
+    error::Said,
     plan::Plan,
     record::RequestRecord,
     report::{Environment, RunDocument, RunStatus},
+    said,
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
 
@@ -159,7 +161,7 @@ pub fn take_interrupted() -> Option<RunDocument> {
 pub struct RunController {
     pub view: RwSignal<RunView>,
     /// Why the last run (or the last plan action) could not start.
-    pub problems: RwSignal<Vec<String>>,
+    pub problems: RwSignal<Vec<Said>>,
     worker: EngineWorker,
     partial: StoredValue<Option<Partial>, LocalStorage>,
     /// When the engine last said anything, `performance.now()` ms.
@@ -221,7 +223,10 @@ impl RunController {
                     let interrupted = partial.with_value(|p| {
                         p.as_ref()
                             .filter(|p| !p.records.is_empty())
-                            .map(|p| p.interrupted(Interruption::EngineStopped { reason }))
+                            // The document keeps the English, as every reason it keeps.
+                            .map(|p| {
+                                p.interrupted(Interruption::EngineStopped { reason: reason.en })
+                            })
                     });
                     let Some(interrupted) = interrupted else {
                         end_partial(partial);
@@ -241,7 +246,7 @@ impl RunController {
                             Err(missing) => {
                                 // What was saved as the run went stays saved: the
                                 // next page load hands it to history.
-                                problems.update(|p| p.push(missing.to_string()));
+                                problems.update(|p| p.push(missing.said()));
                                 view.set(RunView::Idle);
                             }
                         }
@@ -340,9 +345,10 @@ impl RunController {
                 if !leptos::prelude::document().hidden()
                     && silent_ms > SILENT_FOR.as_secs_f64() * 1e3
                 {
-                    run.worker.declare_broken(format!(
-                        "it said nothing for {} s: it may have run out of memory, or the browser stopped it",
-                        SILENT_FOR.as_secs()
+                    let silent_s = SILENT_FOR.as_secs();
+                    run.worker.declare_broken(said!(
+                        "it said nothing for {silent_s} s: it may have run out of memory, or the browser stopped it",
+                        "它 {silent_s} 秒没有任何消息：可能内存耗尽，或被浏览器停止了"
                     ));
                     return;
                 }

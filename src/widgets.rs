@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 
+use crate::language::{words, Words};
+
 /// Whether inputs are disabled (while a run goes); `None` never.
 fn is_disabled(disabled: Option<Signal<bool>>) -> bool {
     disabled.is_some_and(|d| d.get())
@@ -12,11 +14,11 @@ fn is_disabled(disabled: Option<Signal<bool>>) -> bool {
 /// A labelled text input.
 #[component]
 pub fn Field(
-    label: &'static str,
+    label: Words,
     testid: &'static str,
     value: RwSignal<String>,
     #[prop(default = "text")] kind: &'static str,
-    #[prop(optional)] hint: Option<&'static str>,
+    #[prop(optional)] hint: Option<Words>,
     #[prop(optional)] disabled: Option<Signal<bool>>,
     /// Shown under the input (checks of what was typed).
     #[prop(optional)]
@@ -24,7 +26,7 @@ pub fn Field(
 ) -> impl IntoView {
     view! {
         <label class="field">
-            <span class="field-label">{label}</span>
+            <span class="field-label">{words(label)}</span>
             <input
                 data-testid=testid
                 type=kind
@@ -34,7 +36,7 @@ pub fn Field(
                 prop:disabled=move || is_disabled(disabled)
                 on:input=move |ev| value.set(event_target_value(&ev))
             />
-            {hint.map(|hint| view! { <p class="field-note">{hint}</p> })}
+            {hint.map(|hint| view! { <p class="field-note">{words(hint)}</p> })}
             {children.map(|children| children())}
         </label>
     }
@@ -43,17 +45,17 @@ pub fn Field(
 /// A labelled text area.
 #[component]
 pub fn TextArea(
-    label: &'static str,
+    label: Words,
     testid: &'static str,
     value: RwSignal<String>,
     #[prop(default = 2)] rows: u32,
     #[prop(optional)] placeholder: Option<&'static str>,
-    #[prop(optional)] hint: Option<&'static str>,
+    #[prop(optional)] hint: Option<Words>,
     #[prop(optional)] disabled: Option<Signal<bool>>,
 ) -> impl IntoView {
     view! {
         <label class="field">
-            <span class="field-label">{label}</span>
+            <span class="field-label">{words(label)}</span>
             <textarea
                 data-testid=testid
                 rows=rows
@@ -62,7 +64,7 @@ pub fn TextArea(
                 prop:disabled=move || is_disabled(disabled)
                 on:input=move |ev| value.set(event_target_value(&ev))
             ></textarea>
-            {hint.map(|hint| view! { <p class="field-note">{hint}</p> })}
+            {hint.map(|hint| view! { <p class="field-note">{words(hint)}</p> })}
         </label>
     }
 }
@@ -70,7 +72,7 @@ pub fn TextArea(
 /// A checkbox with its label.
 #[component]
 pub fn Check(
-    label: &'static str,
+    label: Words,
     testid: &'static str,
     value: RwSignal<bool>,
     #[prop(optional)] disabled: Option<Signal<bool>>,
@@ -84,19 +86,20 @@ pub fn Check(
                 prop:disabled=move || is_disabled(disabled)
                 on:change=move |ev| value.set(event_target_checked(&ev))
             />
-            {label}
+            {words(label)}
         </label>
     }
 }
 
 /// A labelled select over typed values: `options` are `(value, code, text)`, the
-/// code being the `<option>`'s value (stable for scripts), the text what is shown.
+/// code being the `<option>`'s value (stable for scripts), the text what is shown
+/// (in the page's language).
 #[component]
 pub fn Select<T>(
-    label: &'static str,
+    label: Words,
     testid: &'static str,
     value: RwSignal<T>,
-    options: &'static [(T, &'static str, &'static str)],
+    options: &'static [(T, &'static str, Words)],
     #[prop(optional)] disabled: Option<Signal<bool>>,
 ) -> impl IntoView
 where
@@ -110,7 +113,7 @@ where
     };
     view! {
         <label class="field">
-            <span class="field-label">{label}</span>
+            <span class="field-label">{words(label)}</span>
             <select
                 data-testid=testid
                 prop:value=move || code_of(value.get())
@@ -126,7 +129,7 @@ where
                     .iter()
                     .map(|(option, code, text)| {
                         let option = *option;
-                        view! { <option value=*code selected=move || value.get() == option>{*text}</option> }
+                        view! { <option value=*code selected=move || value.get() == option>{words(*text)}</option> }
                     })
                     .collect_view()}
             </select>

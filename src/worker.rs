@@ -13,6 +13,8 @@ use leptos::prelude::*;
 use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
 use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
+use tokenmeter_core::{error::Said, said};
+
 use crate::protocol::{FromWorker, ToWorker};
 
 /// Where Trunk copies the worker's loader, relative to the page (so a sub-path works).
@@ -21,7 +23,7 @@ const WORKER_URL: &str = "./engine-worker.js";
 /// The URL of the page's wasm-bindgen bindings, which the worker imports to
 /// instantiate the module: Trunk names them (with a hash) in the page's one
 /// `<link rel="modulepreload">`.
-fn bindings_url() -> Result<String, String> {
+fn bindings_url() -> Result<String, Said> {
     leptos::prelude::document()
         .query_selector("link[rel=modulepreload]")
         .ok()
@@ -30,20 +32,27 @@ fn bindings_url() -> Result<String, String> {
         .and_then(|href| href.as_string())
         .filter(|href| !href.is_empty())
         .ok_or_else(|| {
-            "the engine worker cannot start: index.html names no bindings (<link rel=\"modulepreload\">); build the page with Trunk (`cargo xtask build`)".to_owned()
+            said!(
+                "the engine worker cannot start: index.html names no bindings (<link rel=\"modulepreload\">); build the page with Trunk (`cargo xtask build`)",
+                "测量引擎 worker 无法启动：index.html 没有指明绑定文件（<link rel=\"modulepreload\">）；请用 Trunk 构建页面（`cargo xtask build`）",
+            )
         })
 }
 
 /// What the loader needs: this module, compiled already, and its bindings.
-fn bootstrap() -> Result<JsValue, String> {
+fn bootstrap() -> Result<JsValue, Said> {
     let message = js_sys::Object::new();
     let bindings = bindings_url()?;
     for (key, value) in [
         ("bindings", JsValue::from_str(&bindings)),
         ("module", wasm_bindgen::module()),
     ] {
-        js_sys::Reflect::set(&message, &key.into(), &value)
-            .map_err(|err| format!("the engine worker cannot start: {err:?}"))?;
+        js_sys::Reflect::set(&message, &key.into(), &value).map_err(|err| {
+            said!(
+                "the engine worker cannot start: {err:?}",
+                "测量引擎 worker 无法启动：{err:?}"
+            )
+        })?;
     }
     Ok(message.into())
 }
@@ -58,7 +67,7 @@ fn json(message: &ToWorker) -> String {
 pub enum WorkerEvent {
     Message(FromWorker),
     /// The worker is gone; the sentence says why.
-    Broken(String),
+    Broken(Said),
 }
 
 /// How long a new worker may take to say `Ready`: its script loads, but its wasm
@@ -104,7 +113,7 @@ impl EngineWorker {
     }
 
     /// Posts a message, starting a worker first when there is none.
-    pub fn post(&self, message: &ToWorker) -> Result<(), String> {
+    pub fn post(&self, message: &ToWorker) -> Result<(), Said> {
         if self.state.with_value(|s| matches!(s, WorkerState::None)) {
             let started = self.start()?;
             // A new worker learns whether the page is hidden before anything else.
@@ -120,7 +129,7 @@ impl EngineWorker {
     }
 
     /// Posts a message to the worker there is, if any; never starts one.
-    pub fn post_to_current(&self, message: &ToWorker) -> Result<(), String> {
+    pub fn post_to_current(&self, message: &ToWorker) -> Result<(), Said> {
         let json = json(message);
         let sent = self.state.try_update_value(|state| match state {
             WorkerState::None => Ok(()),
@@ -131,23 +140,35 @@ impl EngineWorker {
             WorkerState::Ready(started) => started
                 .worker
                 .post_message(&JsValue::from_str(&json))
-                .map_err(|err| format!("the engine worker refused the message: {err:?}")),
+                .map_err(|err| {
+                    said!(
+                        "the engine worker refused the message: {err:?}",
+                        "测量引擎 worker 拒收了消息：{err:?}"
+                    )
+                }),
         });
         sent.unwrap_or(Ok(()))
     }
 
-    fn start(&self) -> Result<Started, String> {
+    fn start(&self) -> Result<Started, Said> {
         let generation = self.n_started.get_value() + 1;
         self.n_started.set_value(generation);
         let bootstrap = bootstrap()?;
         // A module worker: the loader imports the bindings, an ES module.
         let options = WorkerOptions::new();
         options.set_type(WorkerType::Module);
-        let worker = Worker::new_with_options(WORKER_URL, &options)
-            .map_err(|err| format!("the engine worker could not start: {err:?}"))?;
-        worker
-            .post_message(&bootstrap)
-            .map_err(|err| format!("the engine worker could not start: {err:?}"))?;
+        let worker = Worker::new_with_options(WORKER_URL, &options).map_err(|err| {
+            said!(
+                "the engine worker could not start: {err:?}",
+                "测量引擎 worker 未能启动：{err:?}"
+            )
+        })?;
+        worker.post_message(&bootstrap).map_err(|err| {
+            said!(
+                "the engine worker could not start: {err:?}",
+                "测量引擎 worker 未能启动：{err:?}"
+            )
+        })?;
         let handle = *self;
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let Some(text) = event.data().as_string() else {
@@ -158,7 +179,10 @@ impl EngineWorker {
                 Ok(message) => handle.emit(WorkerEvent::Message(message)),
                 // A worker from another build (a stale cached copy) speaks another
                 // protocol: start afresh rather than guess.
-                Err(err) => handle.broke(format!("unreadable message from the engine: {err}")),
+                Err(err) => handle.broke(said!(
+                    "unreadable message from the engine: {err}",
+                    "无法读取测量引擎发来的消息：{err}"
+                )),
             }
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -172,9 +196,15 @@ impl EngineWorker {
                 .unwrap_or_default();
             handle.broke(if loading {
                 let why = if message.is_empty() { String::new() } else { format!(": {message}") };
-                format!("the engine worker failed to load ({WORKER_URL}{why}); see the browser console")
+                said!(
+                    "the engine worker failed to load ({WORKER_URL}{why}); see the browser console",
+                    "测量引擎 worker 加载失败（{WORKER_URL}{why}）；请查看浏览器控制台"
+                )
             } else {
-                format!("the engine worker stopped with an error ({message}); the next Run starts a new one")
+                said!(
+                    "the engine worker stopped with an error ({message}); the next Run starts a new one",
+                    "测量引擎 worker 因错误停止（{message}）；下一次运行会启动新的 worker"
+                )
             });
         });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -186,9 +216,10 @@ impl EngineWorker {
                 matches!(s, WorkerState::Loading { started, .. } if started.generation == generation)
             });
             if stuck == Some(true) {
-                handle.broke(format!(
-                    "the engine worker did not start within {} s: engine-worker.js did not start the engine (a stale cached copy, or a host that does not serve it: reload the page, and make sure the host serves engine-worker.js beside index.html)",
-                    READY_WITHIN.as_secs()
+                let within_s = READY_WITHIN.as_secs();
+                handle.broke(said!(
+                    "the engine worker did not start within {within_s} s: engine-worker.js did not start the engine (a stale cached copy, or a host that does not serve it: reload the page, and make sure the host serves engine-worker.js beside index.html)",
+                    "测量引擎 worker 在 {within_s} 秒内没有启动：engine-worker.js 没有启动引擎（可能是过期的缓存副本，或托管方没有提供该文件：请重新加载页面，并确认 engine-worker.js 与 index.html 放在一起）",
                 ));
             }
         });
@@ -215,7 +246,10 @@ impl EngineWorker {
         let mut refused = None;
         for json in queued {
             if let Err(err) = started.worker.post_message(&JsValue::from_str(&json)) {
-                refused = Some(format!("the engine worker refused the message: {err:?}"));
+                refused = Some(said!(
+                    "the engine worker refused the message: {err:?}",
+                    "测量引擎 worker 拒收了消息：{err:?}"
+                ));
             }
         }
         self.state.set_value(WorkerState::Ready(started));
@@ -226,12 +260,12 @@ impl EngineWorker {
 
     /// The page judged the worker gone (it went silent): it is terminated, and the
     /// next message starts a new one.
-    pub fn declare_broken(&self, reason: String) {
+    pub fn declare_broken(&self, reason: Said) {
         self.broke(reason);
     }
 
     /// Terminates the worker (its pending messages go with it) and says why.
-    fn broke(&self, reason: String) {
+    fn broke(&self, reason: Said) {
         let previous = self
             .state
             .try_update_value(|state| std::mem::replace(state, WorkerState::None));

@@ -10,50 +10,79 @@ use tokenmeter_core::{
 };
 
 use super::draft::{DraftSignals, LengthSignals};
-use crate::widgets::{Check, Field, Select, TextArea};
+use crate::{
+    language::{w, words, Words},
+    widgets::{Check, Field, Select, TextArea},
+};
 
 /// The choices, with the codes scripts select by (`data-testid` interface).
-const ENDPOINTS: &[(EndpointKind, &str, &str)] = &[
-    (EndpointKind::Chat, "chat", "/chat/completions"),
-    (EndpointKind::Completions, "completions", "/completions"),
+const ENDPOINTS: &[(EndpointKind, &str, Words)] = &[
+    (
+        EndpointKind::Chat,
+        "chat",
+        w("/chat/completions", "/chat/completions"),
+    ),
+    (
+        EndpointKind::Completions,
+        "completions",
+        w("/completions", "/completions"),
+    ),
 ];
-const AUTH_STYLES: &[(AuthStyle, &str, &str)] = &[
-    (AuthStyle::Bearer, "bearer", "Authorization: Bearer"),
-    (AuthStyle::ApiKeyHeader, "api_key_header", "api-key header"),
+const AUTH_STYLES: &[(AuthStyle, &str, Words)] = &[
+    (
+        AuthStyle::Bearer,
+        "bearer",
+        w("Authorization: Bearer", "Authorization: Bearer"),
+    ),
+    (
+        AuthStyle::ApiKeyHeader,
+        "api_key_header",
+        w("api-key header", "api-key 请求头"),
+    ),
 ];
-const LENGTH_DISTS: &[(LengthDist, &str, &str)] = &[
-    (LengthDist::Fixed, "fixed", "the same for every request"),
+const LENGTH_DISTS: &[(LengthDist, &str, Words)] = &[
+    (
+        LengthDist::Fixed,
+        "fixed",
+        w("the same for every request", "所有请求相同"),
+    ),
     (
         LengthDist::Uniform,
         "uniform",
-        "uniform between min and max",
+        w("uniform between min and max", "在 min 与 max 之间均匀分布"),
     ),
     (
         LengthDist::Normal,
         "normal",
-        "normal (mean, stdev), clipped to min and max",
+        w(
+            "normal (mean, stdev), clipped to min and max",
+            "正态分布（均值、标准差），截断到 min 与 max",
+        ),
     ),
 ];
-const LOAD_KINDS: &[(LoadKind, &str, &str)] = &[
+const LOAD_KINDS: &[(LoadKind, &str, Words)] = &[
     (
         LoadKind::Ladder,
         "ladder",
-        "concurrency ladder (closed loop)",
+        w("concurrency ladder (closed loop)", "并发阶梯（闭环）"),
     ),
     (
         LoadKind::Arrivals,
         "arrivals",
-        "arrivals at a rate (open loop)",
+        w("arrivals at a rate (open loop)", "按速率到达（开环）"),
     ),
     (
         LoadKind::Duration,
         "duration",
-        "first level for a fixed time",
+        w("first level for a fixed time", "第一档持续固定时长"),
     ),
     (
         LoadKind::SloSearch,
         "slo_search",
-        "highest concurrency within the SLO (search)",
+        w(
+            "highest concurrency within the SLO (search)",
+            "满足 SLO 的最高并发（搜索）",
+        ),
     ),
 ];
 
@@ -78,7 +107,7 @@ const INPUT_LENGTH_HOOKS: [&str; 5] = [
 /// standard deviation too).
 #[component]
 fn LengthFields(
-    label: &'static str,
+    label: Words,
     hooks: [&'static str; 5],
     lengths: LengthSignals,
     running: Signal<bool>,
@@ -88,11 +117,11 @@ fn LengthFields(
         <Select label=label testid=testid value=lengths.dist options=LENGTH_DISTS disabled=running/>
         <Show when=move || lengths.dist.get() != LengthDist::Fixed>
             <div class="field-row">
-                <Field label="min" testid=min value=lengths.min kind="number" disabled=running/>
-                <Field label="max" testid=max value=lengths.max kind="number" disabled=running/>
+                <Field label=w("min", "最小") testid=min value=lengths.min kind="number" disabled=running/>
+                <Field label=w("max", "最大") testid=max value=lengths.max kind="number" disabled=running/>
                 <Show when=move || lengths.dist.get() == LengthDist::Normal>
-                    <Field label="mean" testid=mean value=lengths.mean kind="number" disabled=running/>
-                    <Field label="stdev" testid=stdev value=lengths.stdev kind="number" disabled=running/>
+                    <Field label=w("mean", "均值") testid=mean value=lengths.mean kind="number" disabled=running/>
+                    <Field label=w("stdev", "标准差") testid=stdev value=lengths.stdev kind="number" disabled=running/>
                 </Show>
             </div>
         </Show>
@@ -104,76 +133,76 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
     let d = draft;
     view! {
         <details class="advanced" data-testid="advanced">
-            <summary>"Advanced: endpoint, auth, extra fields, load mode, SLO"</summary>
+            <summary>{words(w("Advanced: endpoint, auth, extra fields, load mode, SLO", "高级：接口类型、认证、附加字段、负载模式、SLO"))}</summary>
             <div class="field-row">
-                <Select label="Endpoint" testid="endpoint" value=d.endpoint options=ENDPOINTS disabled=running/>
-                <Select label="Send the key as" testid="auth" value=d.auth options=AUTH_STYLES disabled=running/>
+                <Select label=w("Endpoint", "接口") testid="endpoint" value=d.endpoint options=ENDPOINTS disabled=running/>
+                <Select label=w("Send the key as", "密钥的发送方式") testid="auth" value=d.auth options=AUTH_STYLES disabled=running/>
             </div>
             <div class="field-row">
-                <Field label="Temperature" testid="temperature" value=d.temperature disabled=running/>
-                <Field label="Prompt of N tokens" testid="prompt-tokens" value=d.prompt_tokens disabled=running/>
+                <Field label=w("Temperature", "温度（temperature）") testid="temperature" value=d.temperature disabled=running/>
+                <Field label=w("Prompt of N tokens", "生成 N 个 token 的提示词") testid="prompt-tokens" value=d.prompt_tokens disabled=running/>
             </div>
-            <LengthFields label="Output lengths (max_tokens per request)" hooks=OUTPUT_LENGTH_HOOKS lengths=d.output_lengths running=running/>
+            <LengthFields label=w("Output lengths (max_tokens per request)", "输出长度（每个请求的 max_tokens）") hooks=OUTPUT_LENGTH_HOOKS lengths=d.output_lengths running=running/>
             <Check
-                label="Force output lengths (min_tokens and ignore_eos, which vLLM and SGLang read)"
+                label=w("Force output lengths (min_tokens and ignore_eos, which vLLM and SGLang read)", "强制输出长度（min_tokens 与 ignore_eos，vLLM 和 SGLang 支持）")
                 testid="force-output-lengths"
                 value=d.force_output_lengths
                 disabled=running
             />
-            <LengthFields label="Input lengths (a generated prompt of N tokens per request)" hooks=INPUT_LENGTH_HOOKS lengths=d.input_lengths running=running/>
+            <LengthFields label=w("Input lengths (a generated prompt of N tokens per request)", "输入长度（每个请求生成 N 个 token 的提示词）") hooks=INPUT_LENGTH_HOOKS lengths=d.input_lengths running=running/>
             <Check
-                label="Ask for usage (stream_options.include_usage); turn off for servers that reject it"
+                label=w("Ask for usage (stream_options.include_usage); turn off for servers that reject it", "请求 usage（stream_options.include_usage）；服务端拒绝时请关闭")
                 testid="include-usage"
                 value=d.include_usage
                 disabled=running
             />
             <TextArea
-                label="Extra headers"
+                label=w("Extra headers", "附加请求头")
                 testid="extra-headers"
                 value=d.extra_headers
                 placeholder="X-Gateway-Route: east"
-                hint="One `Name: value` per line. Saved with the plan, so never the key."
+                hint=w("One `Name: value` per line. Saved with the plan, so never the key.", "每行一个 `Name: value`。会随计划保存，所以不要放密钥。")
                 disabled=running
             />
             <TextArea
-                label="Extra body fields (JSON)"
+                label=w("Extra body fields (JSON)", "附加请求体字段（JSON）")
                 testid="extra-body"
                 value=d.extra_body
                 placeholder="{\"top_p\": 0.9}"
                 disabled=running
             />
-            <Select label="Load" testid="load-mode" value=d.load options=LOAD_KINDS disabled=running/>
+            <Select label=w("Load", "负载模式") testid="load-mode" value=d.load options=LOAD_KINDS disabled=running/>
             <Show when=move || d.load.get() == LoadKind::Arrivals>
                 <div class="field-row">
-                    <Field label="Arrivals per second" testid="rate" value=d.rate_rps disabled=running hint="Requests per level is the number sent."/>
-                    <Check label="Poisson arrivals" testid="poisson" value=d.poisson disabled=running/>
+                    <Field label=w("Arrivals per second", "每秒到达数") testid="rate" value=d.rate_rps disabled=running hint=w("Requests per level is the number sent.", "发送的请求数即“每档请求数”。")/>
+                    <Check label=w("Poisson arrivals", "泊松到达") testid="poisson" value=d.poisson disabled=running/>
                 </div>
             </Show>
             <Show when=move || d.load.get() == LoadKind::Duration>
-                <Field label="Duration (s)" testid="duration" value=d.duration_s disabled=running hint="At the first concurrency level."/>
+                <Field label=w("Duration (s)", "持续时间（秒）") testid="duration" value=d.duration_s disabled=running hint=w("At the first concurrency level.", "在第一档并发下。")/>
             </Show>
             <Show when=move || d.load.get() == LoadKind::Ladder>
                 <Field
-                    label="Repeat the ladder (passes)"
+                    label=w("Repeat the ladder (passes)", "重复阶梯（轮数）")
                     testid="repeat"
                     value=d.repeat
                     disabled=running
-                    hint="Runs every level, then all again: each level pools its passes, and the spread between them (the noise) is shown, and used by the knee and comparisons."
+                    hint=w("Runs every level, then all again: each level pools its passes, and the spread between them (the noise) is shown, and used by the knee and comparisons.", "跑完所有档位后再全部重跑：每档合并各轮结果，并显示各轮之间的波动（噪声），拐点判断和对比都会用到它。")
                 />
             </Show>
             <Show when=move || d.load.get() == LoadKind::SloSearch>
                 <Field
-                    label="Search up to concurrency"
+                    label=w("Search up to concurrency", "搜索的最高并发")
                     testid="search-max"
                     value=d.search_max
                     disabled=running
-                    hint="Probes from 1, doubling, then halving the gap, each of requests-per-level requests (at least two waves): the answer is the highest concurrency within the SLO below."
+                    hint=w("Probes from 1, doubling, then halving the gap, each of requests-per-level requests (at least two waves): the answer is the highest concurrency within the SLO below.", "从 1 开始探测，先倍增再二分，每次探测发“每档请求数”个请求（至少两轮）：结果是满足下方 SLO 的最高并发。")
                 />
             </Show>
             <div class="field-row">
-                <Field label="SLO: p95 TTFT ≤ ms" testid="slo-ttft" value=d.slo_ttft_ms disabled=running/>
-                <Field label="SLO: p95 TPOT ≤ ms" testid="slo-tpot" value=d.slo_tpot_ms disabled=running/>
-                <Field label="SLO: errors ≤ %" testid="slo-error-rate" value=d.slo_error_pct disabled=running/>
+                <Field label=w("SLO: p95 TTFT ≤ ms", "SLO：p95 TTFT ≤ 毫秒") testid="slo-ttft" value=d.slo_ttft_ms disabled=running/>
+                <Field label=w("SLO: p95 TPOT ≤ ms", "SLO：p95 TPOT ≤ 毫秒") testid="slo-tpot" value=d.slo_tpot_ms disabled=running/>
+                <Field label=w("SLO: errors ≤ %", "SLO：错误率 ≤ %") testid="slo-error-rate" value=d.slo_error_pct disabled=running/>
             </div>
         </details>
     }

@@ -4,7 +4,8 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, PlanProblem, TargetDraft},
+    draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, TargetDraft},
+    error::Said,
     plan::{AbOrder, AuthStyle, Plan, PromptMode},
     stream::EndpointKind,
 };
@@ -300,9 +301,9 @@ impl DraftSignals {
     }
 
     /// The plan the fields describe, on top of `base`; every problem as a sentence.
-    pub fn plan(&self, base: &Plan) -> Result<Plan, Vec<String>> {
+    pub fn plan(&self, base: &Plan) -> Result<Plan, Vec<Said>> {
         self.get_untracked()
             .to_plan(base)
-            .map_err(|problems| problems.iter().map(PlanProblem::to_string).collect())
+            .map_err(|problems| problems.into_iter().map(|p| p.message).collect())
     }
 }

@@ -8,9 +8,16 @@
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
-use tokenmeter_core::plan::origin;
+use tokenmeter_core::{
+    error::{Lang, Said},
+    plan::origin,
+    said,
+};
 
-use crate::widgets::Field;
+use crate::{
+    language::{self, w, words},
+    widgets::Field,
+};
 
 /// Where a remembered key lives: this browser's local storage, for this origin.
 const KEY_STORAGE: &str = "tokenmeter.api_key";
@@ -62,7 +69,7 @@ impl KeyState {
     /// The key to send to `base_url`, after asking the user if it is the remembered
     /// key and `base_url` is another origin than the one it was entered for. `Err`
     /// says why nothing may be sent.
-    pub fn key_for(&self, base_url: &str) -> Result<Option<String>, String> {
+    pub fn key_for(&self, base_url: &str) -> Result<Option<String>, Said> {
         let key = self.key.get_untracked();
         if key.trim().is_empty() {
             return Ok(None);
@@ -76,19 +83,26 @@ impl KeyState {
         match bound {
             Some(bound) if bound != target => {
                 let target = target.unwrap_or_else(|| base_url.to_owned());
-                let question = format!(
-                    "The remembered API key was entered for {}. Send it to {target}?",
-                    bound.as_deref().unwrap_or("another endpoint")
-                );
+                let lang = language::now();
+                let bound =
+                    bound.unwrap_or_else(|| lang.pick("another endpoint", "另一个接口").to_owned());
+                let question = match lang {
+                    Lang::En => format!(
+                        "The remembered API key was entered for {bound}. Send it to {target}?"
+                    ),
+                    Lang::Zh => {
+                        format!("记住的 API 密钥是为 {bound} 输入的。要把它发送到 {target} 吗？")
+                    }
+                };
                 let yes = web_sys::window()
                     .and_then(|w| w.confirm_with_message(&question).ok())
                     .unwrap_or(false);
                 if yes {
                     Ok(Some(key))
                 } else {
-                    Err(format!(
-                        "the remembered key was not sent to {target}: it was entered for {}; type the key for this endpoint, or confirm",
-                        bound.as_deref().unwrap_or("another endpoint")
+                    Err(said!(
+                        "the remembered key was not sent to {target}: it was entered for {bound}; type the key for this endpoint, or confirm",
+                        "记住的密钥没有发送到 {target}：它是为 {bound} 输入的；请输入这个接口的密钥，或确认发送",
                     ))
                 }
             }
@@ -137,11 +151,14 @@ pub fn KeyField(state: KeyState, running: Signal<bool>) -> impl IntoView {
     let remember = state.remember;
     view! {
         <Field
-            label="API key"
+            label=w("API key", "API 密钥")
             testid="api-key"
             value=state.key
             kind="password"
-            hint="Kept in this page's memory; never exported or put in a URL, and stored only if you tick the box (bound to the endpoint it was entered for). The simulator needs none."
+            hint=w(
+                "Kept in this page's memory; never exported or put in a URL, and stored only if you tick the box (bound to the endpoint it was entered for). The simulator needs none.",
+                "只保存在本页内存中；不会被导出或放进 URL，只有勾选下面的选项才会存储（并绑定到输入它时的接口）。模拟器不需要密钥。",
+            )
             disabled=running
         />
         <label class="check">
@@ -151,7 +168,10 @@ pub fn KeyField(state: KeyState, running: Signal<bool>) -> impl IntoView {
                 prop:checked=remember
                 on:change=move |ev| remember.set(event_target_checked(&ev))
             />
-            "Remember the key on this device (in this browser's local storage)"
+            {words(w(
+                "Remember the key on this device (in this browser's local storage)",
+                "在这台设备上记住密钥（保存在本浏览器的 local storage 中）",
+            ))}
         </label>
     }
 }

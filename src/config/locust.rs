@@ -6,18 +6,27 @@
 //! from beside the page the first time it is needed, and kept.
 
 use leptos::prelude::*;
-use tokenmeter_core::{locust, plan::Plan};
+use tokenmeter_core::{
+    error::{Lang, Said},
+    locust,
+    plan::Plan,
+    said,
+};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{RequestCache, RequestInit, Response};
 
 use super::draft::DraftSignals;
-use crate::{describe_js_error, files::download};
+use crate::{
+    describe_js_error,
+    files::download,
+    language::{self, w, words},
+};
 
 split_off! { locust:
     /// The plan as a locustfile, from its `template`: in a split build, code
     /// fetched on the first export.
-    fn locustfile(template: String, plan: Plan) -> Result<String, String> {
+    fn locustfile(template: String, plan: Plan) -> Result<String, Said> {
         locust::locustfile_from(&template, &plan)
     }
 }
@@ -26,7 +35,7 @@ split_off! { locust:
 pub fn LocustExport(
     draft: DraftSignals,
     base: StoredValue<Plan>,
-    problems: RwSignal<Vec<String>>,
+    problems: RwSignal<Vec<Said>>,
 ) -> impl IntoView {
     let template = StoredValue::new(None::<String>);
     let on_export = move |_| {
@@ -43,7 +52,7 @@ pub fn LocustExport(
                 Ok(text) => {
                     let file = locustfile(text.clone(), plan)
                         .await
-                        .unwrap_or_else(|missing| Err(missing.to_string()));
+                        .unwrap_or_else(|missing| Err(missing.said()));
                     if file.is_ok() {
                         template.try_set_value(Some(text));
                     }
@@ -62,20 +71,28 @@ pub fn LocustExport(
             }
         });
     };
+    let lang = language::current();
     let on_requirements =
         move |_| download("requirements.txt", "text/plain", &locust::requirements());
     view! {
         <div class="share">
-            <button data-testid="export-locust" on:click=on_export>"Locustfile"</button>
+            <button data-testid="export-locust" on:click=on_export>{words(w("Locustfile", "Locust 脚本"))}</button>
             <button data-testid="export-locust-requirements" on:click=on_requirements>
                 "requirements.txt"
             </button>
             <p class="field-note">
-                {format!(
-                    "The same plan on Locust {} workers, for more load than one browser: the key is read from {} when it runs. Import the records it writes under History.",
-                    locust::LOCUST_VERSION,
-                    locust::KEY_ENV,
-                )}
+                {move || match lang.get() {
+                    Lang::En => format!(
+                        "The same plan on Locust {} workers, for more load than one browser: the key is read from {} when it runs. Import the records it writes under History.",
+                        locust::LOCUST_VERSION,
+                        locust::KEY_ENV,
+                    ),
+                    Lang::Zh => format!(
+                        "同一个计划在 Locust {} 的 worker 上运行，负载可超过单个浏览器：运行时从 {} 读取密钥。它写出的记录可在“历史”中导入。",
+                        locust::LOCUST_VERSION,
+                        locust::KEY_ENV,
+                    ),
+                }}
             </p>
         </div>
     }
@@ -83,9 +100,14 @@ pub fn LocustExport(
 
 /// The locustfile's template, from beside the page (relative, so a page under a
 /// sub-path finds it).
-async fn fetch_template() -> Result<String, String> {
+async fn fetch_template() -> Result<String, Said> {
     let file = locust::TEMPLATE_FILE;
-    let cannot = |why: String| format!("Could not load the Locust template ./{file}: {why}");
+    let cannot = |why: String| {
+        said!(
+            "Could not load the Locust template ./{file}: {why}",
+            "无法加载 Locust 模板 ./{file}：{why}"
+        )
+    };
     let window = web_sys::window().ok_or_else(|| cannot("no window".into()))?;
     // Revalidated with the host each time: the file's name carries no hash, and a
     // copy from an earlier build would not fit this page (the core checks).
@@ -96,10 +118,11 @@ async fn fetch_template() -> Result<String, String> {
         .map_err(|e| cannot(describe_js_error(&e)))?
         .unchecked_into();
     if !response.ok() {
-        return Err(cannot(format!(
-            "HTTP {}; publish every file of the build's dist/ folder beside the page",
-            response.status()
-        )));
+        let status = response.status();
+        return Err(said!(
+            "Could not load the Locust template ./{file}: HTTP {status}; publish every file of the build's dist/ folder beside the page",
+            "无法加载 Locust 模板 ./{file}：HTTP {status}；请把构建的 dist/ 文件夹中的所有文件与页面放在一起发布"
+        ));
     }
     let text = response.text().map_err(|e| cannot(describe_js_error(&e)))?;
     JsFuture::from(text)

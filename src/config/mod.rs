@@ -24,7 +24,9 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     browser::{self, Engine, HTTP1_CONNECTIONS_PER_HOST},
     draft::PlanDraft,
+    error::{Lang, Said},
     plan::{import_config, is_mixed_content, normalize_base_url, parse_levels, Plan, PromptMode},
+    said,
 };
 
 use self::{
@@ -32,27 +34,37 @@ use self::{
     locust::LocustExport, model::ModelField, share::ShareLink, targets::Targets,
 };
 use crate::{
+    language::{self, w, words, Words},
     run::RunController,
     widgets::{Field, Select, TextArea},
 };
 
 /// What each request sends, with the codes scripts select by (`data-testid`
 /// interface: `prompt-mode`).
-const PROMPT_MODES: &[(PromptMode, &str, &str)] = &[
+const PROMPT_MODES: &[(PromptMode, &str, Words)] = &[
     (
         PromptMode::Unique,
         "unique",
-        "each request its own (a short header of its own in front)",
+        w(
+            "each request its own (a short header of its own in front)",
+            "每个请求各不相同（前面加一段各自的短标头）",
+        ),
     ),
     (
         PromptMode::SharedPrefix,
         "shared_prefix",
-        "a shared prefix, then each request's own (measures what a cached prefix buys)",
+        w(
+            "a shared prefix, then each request's own (measures what a cached prefix buys)",
+            "共享前缀，后接各请求自己的部分（测量前缀缓存带来的收益）",
+        ),
     ),
     (
         PromptMode::Same,
         "same",
-        "the same for every request (measures a cache hit)",
+        w(
+            "the same for every request (measures a cache hit)",
+            "所有请求相同（测到的是缓存命中）",
+        ),
     ),
 ];
 
@@ -63,8 +75,8 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     // The plan behind the form: what the form does not show (the E2E limit, the
     // analysis parameters) comes from here, and an import or a shared link replaces it.
     let base = StoredValue::new(plan);
-    let import_notes = RwSignal::new(Vec::<String>::new());
-    let import_error = RwSignal::new(None::<String>);
+    let import_notes = RwSignal::new(Vec::<Said>::new());
+    let import_error = RwSignal::new(None::<Said>);
     let apply_import = Callback::new(move |json: String| match import_config(&json) {
         Ok(imported) => {
             draft.fill(&imported.plan);
@@ -72,9 +84,10 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             let mut notes = imported.notes;
             if let Some(api_key) = imported.api_key {
                 key.set(api_key);
-                notes.push(
-                    "the file's api_key is in the key field, in this page's memory only".into(),
-                );
+                notes.push(said!(
+                    "the file's api_key is in the key field, in this page's memory only",
+                    "文件中的 api_key 已填入密钥栏，只保存在本页内存中",
+                ));
             }
             import_notes.set(notes);
             import_error.set(None);
@@ -90,6 +103,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     // After the link: a remembered key fills the field, bound to its own endpoint.
     let key_state = key::use_remembered_key(key, draft.base_url);
     let running = Signal::derive(move || run.is_running());
+    let lang = language::current();
     let on_run = move |_| match draft.plan(&base.get_value()) {
         Ok(plan) => match key_state.key_for(&plan.base_url) {
             Ok(key) => {
@@ -105,56 +119,59 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
 
     view! {
         <section class="panel config" data-testid="config-panel" aria-labelledby="config-title">
-            <h2 id="config-title">"Plan"</h2>
-            <Field label="Base URL" testid="base-url" value=draft.base_url kind="url" disabled=running>
+            <h2 id="config-title">{words(w("Plan", "测试计划"))}</h2>
+            <Field label=w("Base URL", "接口地址（Base URL）") testid="base-url" value=draft.base_url kind="url" disabled=running>
                 <BaseUrlCheck base_url=draft.base_url/>
             </Field>
             <KeyField state=key_state running=running/>
             <ModelField draft=draft key=key_state base=base running=running/>
             <Targets draft=draft running=running/>
-            <TextArea label="Prompt" testid="prompt" value=draft.prompt disabled=running/>
-            <Select label="Prompts" testid="prompt-mode" value=draft.prompt_mode options=PROMPT_MODES disabled=running/>
+            <TextArea label=w("Prompt", "提示词") testid="prompt" value=draft.prompt disabled=running/>
+            <Select label=w("Prompts", "各请求的提示词") testid="prompt-mode" value=draft.prompt_mode options=PROMPT_MODES disabled=running/>
             <Show when=move || draft.prompt_mode.get() == PromptMode::SharedPrefix>
                 <div class="field-row">
-                    <Field label="Shared prefix (tokens)" testid="prefix-tokens" value=draft.prefix_tokens kind="number" disabled=running/>
+                    <Field label=w("Shared prefix (tokens)", "共享前缀（token 数）") testid="prefix-tokens" value=draft.prefix_tokens kind="number" disabled=running/>
                     <Field
-                        label="Prefix groups"
+                        label=w("Prefix groups", "前缀分组数")
                         testid="prefix-groups"
                         value=draft.prefix_groups
                         kind="number"
                         disabled=running
-                        hint="Request n shares its group's prefix (n mod groups); 1: all share one."
+                        hint=w("Request n shares its group's prefix (n mod groups); 1: all share one.", "第 n 个请求使用其所在组的前缀（n mod 组数）；1 表示全部共用一个。")
                     />
                 </div>
             </Show>
             <Show when=move || draft.prompt_mode.get() == PromptMode::Same>
                 <p class="callout warn" data-testid="prompt-mode-warning">
-                    "Every request sends the same prompt: a server with a prompt cache (vLLM, SGLang, llama.cpp and hosted APIs keep one by default) answers all but the first from it, so TTFT measures a cache hit, not the prefill your users' own prompts pay."
+                    {words(w(
+                        "Every request sends the same prompt: a server with a prompt cache (vLLM, SGLang, llama.cpp and hosted APIs keep one by default) answers all but the first from it, so TTFT measures a cache hit, not the prefill your users' own prompts pay.",
+                        "每个请求都发送同一个提示词：带提示词缓存的服务（vLLM、SGLang、llama.cpp 和托管 API 默认都有）除第一个请求外都从缓存作答，于是 TTFT 测到的是缓存命中，而不是用户各自的提示词要付出的预填充（prefill）时间。",
+                    ))}
                 </p>
             </Show>
             <div class="field-row">
-                <Field label="max_tokens" testid="max-tokens" value=draft.max_tokens kind="number" disabled=running/>
-                <Field label="Timeout (s)" testid="timeout" value=draft.timeout_s kind="number" disabled=running/>
+                <Field label=w("max_tokens", "max_tokens（最大输出）") testid="max-tokens" value=draft.max_tokens kind="number" disabled=running/>
+                <Field label=w("Timeout (s)", "超时（秒）") testid="timeout" value=draft.timeout_s kind="number" disabled=running/>
             </div>
-            <Field label="Concurrency levels" testid="levels" value=draft.levels disabled=running>
+            <Field label=w("Concurrency levels", "并发阶梯") testid="levels" value=draft.levels disabled=running>
                 <LevelsCheck levels=draft.levels/>
             </Field>
             <div class="field-row">
-                <Field label="Requests per level" testid="requests-per-level" value=draft.requests_per_level kind="number" disabled=running/>
-                <Field label="Warm-up requests" testid="warmup" value=draft.warmup kind="number" disabled=running/>
+                <Field label=w("Requests per level", "每档请求数") testid="requests-per-level" value=draft.requests_per_level kind="number" disabled=running/>
+                <Field label=w("Warm-up requests", "预热请求数") testid="warmup" value=draft.warmup kind="number" disabled=running/>
             </div>
             <AdvancedFields draft=draft running=running/>
             <ConnectionWarning draft=draft/>
             <MixedContentWarning base_url=draft.base_url/>
             <div class="actions">
                 <button class="primary" data-testid="run" prop:disabled=running on:click=on_run>
-                    "Run"
+                    {words(w("Run", "开始测试"))}
                 </button>
                 <button data-testid="cancel" prop:disabled=move || !running.get() on:click=move |_| run.cancel()>
-                    "Cancel"
+                    {words(w("Cancel", "取消"))}
                 </button>
                 <span class="status" data-phase=move || run.view.with(|v| v.status())>
-                    "Status: " <span data-testid="status">{move || run.view.with(|v| v.status())}</span>
+                    {words(w("Status: ", "状态："))} <span data-testid="status">{move || run.view.with(|v| v.status())}</span>
                 </span>
             </div>
             <ShareLink draft=draft base=base problems=run.problems/>
@@ -162,7 +179,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
             <ImportConfig apply=apply_import notes=import_notes error=import_error/>
             <Show when=move || run.problems.with(|p| !p.is_empty())>
                 <ul class="problems" data-testid="plan-error">
-                    {move || run.problems.get().into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
+                    {move || run.problems.get().into_iter().map(|p| view! { <li>{p.text(lang.get()).to_owned()}</li> }).collect_view()}
                 </ul>
             </Show>
         </section>
@@ -172,39 +189,49 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
 /// Where requests will go, or why the base URL will not do.
 #[component]
 fn BaseUrlCheck(base_url: RwSignal<String>) -> impl IntoView {
-    move || match normalize_base_url(&base_url.get()) {
+    let lang = language::current();
+    let goes_to = words(w("Requests go to ", "请求发往 "));
+    let then_goes_to = words(w(": requests go to ", "：请求发往 "));
+    move || {
+        match normalize_base_url(&base_url.get()) {
         Ok((url, notes)) => {
             let endpoint = format!("{url}/chat/completions");
             if notes.is_empty() {
                 view! {
                     <p class="field-note" data-testid="base-url-note">
-                        "Requests go to " <code>{endpoint}</code>
+                        {goes_to} <code>{endpoint}</code>
                     </p>
                 }
                 .into_any()
             } else {
                 view! {
                     <p class="field-note warn" data-testid="base-url-note">
-                        {notes.join("; ")} ": requests go to " <code>{endpoint}</code>
+                        {notes.iter().map(|n| n.text(lang.get())).collect::<Vec<_>>().join("; ")} {then_goes_to} <code>{endpoint}</code>
                     </p>
                 }
                 .into_any()
             }
         }
         Err(problem) => view! {
-            <p class="field-error" data-testid="base-url-error">{problem}</p>
+            <p class="field-error" data-testid="base-url-error">{problem.text(lang.get()).to_owned()}</p>
         }
         .into_any(),
+    }
     }
 }
 
 /// The levels as read, or why they cannot be.
 #[component]
 fn LevelsCheck(levels: RwSignal<String>) -> impl IntoView {
-    move || match parse_levels(&levels.get()) {
+    let lang = language::current();
+    move || {
+        match parse_levels(&levels.get()) {
         Ok(levels) => view! {
             <p class="field-note" data-testid="levels-note">
-                {format!("{} levels: ", levels.len())}
+                {match lang.get() {
+                    Lang::En => format!("{} levels: ", levels.len()),
+                    Lang::Zh => format!("{} 档：", levels.len()),
+                }}
                 {levels
                     .iter()
                     .map(|c| view! { <span class="level-chip">{*c}</span> })
@@ -213,9 +240,10 @@ fn LevelsCheck(levels: RwSignal<String>) -> impl IntoView {
         }
         .into_any(),
         Err(problem) => view! {
-            <p class="field-error" data-testid="levels-error">{problem}</p>
+            <p class="field-error" data-testid="levels-error">{problem.text(lang.get()).to_owned()}</p>
         }
         .into_any(),
+    }
     }
 }
 
@@ -224,6 +252,7 @@ fn LevelsCheck(levels: RwSignal<String>) -> impl IntoView {
 /// top level and this browser's engine.
 #[component]
 fn ConnectionWarning(draft: DraftSignals) -> impl IntoView {
+    let lang = language::current();
     let engine = web_sys::window()
         .and_then(|w| w.navigator().user_agent().ok())
         .map_or(Engine::Unknown, |ua| Engine::from_user_agent(&ua));
@@ -238,16 +267,20 @@ fn ConnectionWarning(draft: DraftSignals) -> impl IntoView {
             .with(|url| browser::will_queue(engine, url, top));
         let max = HTTP1_CONNECTIONS_PER_HOST;
         queues.then(|| {
-            let text = if plain {
-                format!(
-                    "Concurrency {top} over http:// runs on HTTP/1.1, where the browser opens at most {max} connections per host and holds the other requests back: from concurrency {} on, part of the measured TTFT is the browser's own queue. Use an https:// endpoint (HTTP/2) to test higher concurrency.",
-                    max + 1
-                )
-            } else {
-                format!(
-                    "This browser sends at most {max} requests at a time to one host, even over HTTP/2: from concurrency {} on, part of the measured TTFT is the browser's own queue. Use Chromium or Firefox to test higher concurrency.",
-                    max + 1
-                )
+            let next = max + 1;
+            let text = match (plain, lang.get()) {
+                (true, Lang::En) => format!(
+                    "Concurrency {top} over http:// runs on HTTP/1.1, where the browser opens at most {max} connections per host and holds the other requests back: from concurrency {next} on, part of the measured TTFT is the browser's own queue. Use an https:// endpoint (HTTP/2) to test higher concurrency."
+                ),
+                (true, Lang::Zh) => format!(
+                    "并发 {top} 走 http:// 时使用 HTTP/1.1，浏览器对每个主机最多开 {max} 个连接，其余请求在浏览器里排队：从并发 {next} 起，测到的 TTFT 有一部分是浏览器自己的排队。要测更高并发，请使用 https:// 接口（HTTP/2）。"
+                ),
+                (false, Lang::En) => format!(
+                    "This browser sends at most {max} requests at a time to one host, even over HTTP/2: from concurrency {next} on, part of the measured TTFT is the browser's own queue. Use Chromium or Firefox to test higher concurrency."
+                ),
+                (false, Lang::Zh) => format!(
+                    "这个浏览器即使走 HTTP/2 也最多同时向一个主机发 {max} 个请求：从并发 {next} 起，测到的 TTFT 有一部分是浏览器自己的排队。要测更高并发，请使用 Chromium 或 Firefox。"
+                ),
             };
             view! { <p class="callout warn" data-testid="connection-warning">{text}</p> }
         })
@@ -264,7 +297,10 @@ fn MixedContentWarning(base_url: RwSignal<String>) -> impl IntoView {
         base_url.with(|url| is_mixed_content(page_is_https, url)).then(|| {
             view! {
                 <p class="callout warn" data-testid="mixed-content-warning">
-                    "This page was loaded over HTTPS and the endpoint is http://: the browser will block every request (mixed content). Use an https:// endpoint, or open tokenmeter over http:// (e.g. cargo xtask serve)."
+                    {words(w(
+                        "This page was loaded over HTTPS and the endpoint is http://: the browser will block every request (mixed content). Use an https:// endpoint, or open tokenmeter over http:// (e.g. cargo xtask serve).",
+                        "本页通过 HTTPS 打开，而接口是 http://：浏览器会拦截所有请求（混合内容）。请使用 https:// 接口，或通过 http:// 打开 tokenmeter（例如 cargo xtask serve）。",
+                    ))}
                 </p>
             }
         })

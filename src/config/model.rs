@@ -5,10 +5,15 @@ use std::{cell::Cell, rc::Rc};
 
 use gloo_timers::callback::Timeout;
 use leptos::prelude::*;
-use tokenmeter_core::plan::{normalize_base_url, Plan};
+use tokenmeter_core::{
+    error::Said,
+    plan::{normalize_base_url, Plan},
+    said,
+};
 use web_sys::AbortController;
 
 use super::{draft::DraftSignals, key::KeyState};
+use crate::language::{self, w, words};
 
 /// How long "Load models" waits for the list.
 const MODELS_TIMEOUT_MS: u32 = 15_000;
@@ -22,7 +27,8 @@ pub fn ModelField(
 ) -> impl IntoView {
     let models = RwSignal::new(Vec::<String>::new());
     // `(ok, sentence)`.
-    let note = RwSignal::new(None::<(bool, String)>);
+    let note = RwSignal::new(None::<(bool, Said)>);
+    let lang = language::current();
     let in_flight = StoredValue::new_local(None::<AbortController>);
     on_cleanup(move || {
         if let Some(controller) = in_flight.try_get_value().flatten() {
@@ -46,7 +52,13 @@ pub fn ModelField(
             }
         };
         let Ok(controller) = AbortController::new() else {
-            note.set(Some((false, "this browser has no AbortController".into())));
+            note.set(Some((
+                false,
+                said!(
+                    "this browser has no AbortController",
+                    "这个浏览器没有 AbortController"
+                ),
+            )));
             return;
         };
         if let Some(previous) = in_flight.get_value() {
@@ -60,7 +72,7 @@ pub fn ModelField(
                 return;
             }
         };
-        note.set(Some((true, "asking the server…".into())));
+        note.set(Some((true, said!("asking the server…", "正在询问服务端…"))));
         // A server that never answers must not leave "asking…" forever.
         let timed_out = Rc::new(Cell::new(false));
         let timer = Timeout::new(MODELS_TIMEOUT_MS, {
@@ -74,14 +86,13 @@ pub fn ModelField(
             let answer = crate::models::list(&plan, key.as_deref(), &controller.signal()).await;
             drop(timer);
             if timed_out.get() {
-                note.set(Some((
-                    false,
-                    format!(
-                        "{}/models did not answer within {} s",
-                        plan.base_url,
-                        MODELS_TIMEOUT_MS / 1000
-                    ),
-                )));
+                note.set(Some((false, {
+                    let (base, within_s) = (&plan.base_url, MODELS_TIMEOUT_MS / 1000);
+                    said!(
+                        "{base}/models did not answer within {within_s} s",
+                        "{base}/models 在 {within_s} 秒内没有回应"
+                    )
+                })));
                 return;
             }
             if controller.signal().aborted() {
@@ -89,14 +100,15 @@ pub fn ModelField(
                 return;
             }
             match answer {
-                Ok(ids) if ids.is_empty() => {
-                    note.set(Some((false, "the server lists no models".into())))
-                }
+                Ok(ids) if ids.is_empty() => note.set(Some((
+                    false,
+                    said!("the server lists no models", "服务端没有列出任何模型"),
+                ))),
                 Ok(ids) => {
-                    note.set(Some((
-                        true,
-                        format!("models on the server: {}", ids.join(", ")),
-                    )));
+                    note.set(Some((true, {
+                        let ids = ids.join(", ");
+                        said!("models on the server: {ids}", "服务端的模型：{ids}")
+                    })));
                     if !ids.contains(&draft.model.get_untracked()) {
                         draft.model.set(ids[0].clone());
                     }
@@ -108,7 +120,7 @@ pub fn ModelField(
     };
     view! {
         <label class="field">
-            <span class="field-label">"Model"</span>
+            <span class="field-label">{words(w("Model", "模型"))}</span>
             <div class="field-inline">
                 <input
                     data-testid="model"
@@ -120,14 +132,14 @@ pub fn ModelField(
                     on:input=move |ev| draft.model.set(event_target_value(&ev))
                 />
                 <button data-testid="load-models" prop:disabled=running on:click=on_load>
-                    "Load models"
+                    {words(w("Load models", "读取模型列表"))}
                 </button>
             </div>
             <datalist id="model-list">
                 {move || models.get().into_iter().map(|id| view! { <option value=id></option> }).collect_view()}
             </datalist>
             {move || note.get().map(|(ok, note)| view! {
-                <p class=if ok { "field-note" } else { "field-error" } data-testid="models-note">{note}</p>
+                <p class=if ok { "field-note" } else { "field-error" } data-testid="models-note">{note.text(lang.get()).to_owned()}</p>
             })}
         </label>
     }

@@ -2,9 +2,10 @@
 //! server, and a plan never holds the key.
 
 use leptos::prelude::*;
-use tokenmeter_core::plan::Plan;
+use tokenmeter_core::{error::Said, plan::Plan};
 
 use super::draft::DraftSignals;
+use crate::language::{w, words};
 
 /// The fragment that carries a shared plan.
 const PLAN_FRAGMENT: &str = "#plan=";
@@ -33,7 +34,7 @@ pub fn plan_from_location() -> Option<String> {
 pub fn ShareLink(
     draft: DraftSignals,
     base: StoredValue<Plan>,
-    problems: RwSignal<Vec<String>>,
+    problems: RwSignal<Vec<Said>>,
 ) -> impl IntoView {
     let url = RwSignal::new(None::<String>);
     let on_share = move |_| match draft.plan(&base.get_value()) {
@@ -52,10 +53,10 @@ pub fn ShareLink(
     };
     view! {
         <div class="share">
-            <button data-testid="share-link" on:click=on_share>"Link to this plan"</button>
+            <button data-testid="share-link" on:click=on_share>{words(w("Link to this plan", "本计划的链接"))}</button>
             {move || url.get().map(|url| view! {
                 <input class="share-url" data-testid="share-url" readonly prop:value=url/>
-                <p class="field-note">"The link holds the plan, never the key."</p>
+                <p class="field-note">{words(w("The link holds the plan, never the key.", "链接只包含计划，从不包含密钥。"))}</p>
             })}
         </div>
     }

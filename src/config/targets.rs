@@ -6,22 +6,32 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     draft::TargetDraft,
+    error::Lang,
     plan::{AbOrder, Plan, MAX_TARGETS},
 };
 
 use super::draft::{DraftSignals, TargetRow};
-use crate::widgets::{Field, Select};
+use crate::{
+    language::{self, w, words, Words},
+    widgets::{Field, Select},
+};
 
-const ORDERS: &[(AbOrder, &str, &str)] = &[
+const ORDERS: &[(AbOrder, &str, Words)] = &[
     (
         AbOrder::Levels,
         "levels",
-        "each level for every target in turn (A1, B1, A2, B2, …)",
+        w(
+            "each level for every target in turn (A1, B1, A2, B2, …)",
+            "每档依次测每个目标（A1、B1、A2、B2……）",
+        ),
     ),
     (
         AbOrder::Requests,
         "requests",
-        "each level for all targets at once, requests interleaved",
+        w(
+            "each level for all targets at once, requests interleaved",
+            "每档同时测所有目标，请求交错发出",
+        ),
     ),
 ];
 
@@ -42,7 +52,7 @@ pub fn Targets(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
     let full = move || running.get() || rows.with(|r| r.len() + 1 >= MAX_TARGETS);
     view! {
         <fieldset class="targets" data-testid="targets">
-            <legend>"A/B: more targets, the same load"</legend>
+            <legend>{words(w("A/B: more targets, the same load", "A/B：更多目标，同样的负载"))}</legend>
             <For
                 each=each
                 key=|(index, row)| (*index, row.id)
@@ -50,19 +60,24 @@ pub fn Targets(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
             >
                 {
                     let (index, row) = item;
-                    let label = format!("Target {}", Plan::target_label(index + 1));
+                    let target = Plan::target_label(index + 1);
+                    let lang = language::current();
+                    let label = move || match lang.get() {
+                        Lang::En => format!("Target {target}"),
+                        Lang::Zh => format!("目标 {target}"),
+                    };
                     view! {
                         <div class="target-row" data-testid="target-row">
                             <strong>{label}</strong>
-                            <Field label="Base URL" testid="base-url" value=row.base_url kind="url" disabled=running/>
-                            <Field label="Model" testid="model" value=row.model disabled=running/>
-                            <Field label="API key" testid="api-key" value=row.key kind="password" disabled=running/>
+                            <Field label=w("Base URL", "接口地址（Base URL）") testid="base-url" value=row.base_url kind="url" disabled=running/>
+                            <Field label=w("Model", "模型") testid="model" value=row.model disabled=running/>
+                            <Field label=w("API key", "API 密钥") testid="api-key" value=row.key kind="password" disabled=running/>
                             <button
                                 data-testid="target-remove"
                                 prop:disabled=running
                                 on:click=move |_| rows.update(|rows| rows.retain(|r| r.id != row.id))
                             >
-                                "Remove"
+                                {words(w("Remove", "移除"))}
                             </button>
                         </div>
                     }
@@ -73,13 +88,16 @@ pub fn Targets(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
                 prop:disabled=full
                 on:click=add
             >
-                "Add a target (A/B)"
+                {words(w("Add a target (A/B)", "添加目标（A/B）"))}
             </button>
             <Show when=move || rows.with(|r| !r.is_empty())>
-                <Select label="Order" testid="ab-order" value=draft.ab_order options=ORDERS disabled=running/>
+                <Select label=w("Order", "顺序") testid="ab-order" value=draft.ab_order options=ORDERS disabled=running/>
             </Show>
             <p class="field-note">
-                "The plan's endpoint is target A. Each level runs for every target in turn (A1, B1, A2, B2, …), or for all at once with their requests interleaved, each keeping the level's concurrency: either way a change in the network hits them alike; results show them side by side."
+                {words(w(
+                    "The plan's endpoint is target A. Each level runs for every target in turn (A1, B1, A2, B2, …), or for all at once with their requests interleaved, each keeping the level's concurrency: either way a change in the network hits them alike; results show them side by side.",
+                    "计划自己的接口是目标 A。每一档会依次对每个目标运行（A1、B1、A2、B2……），或同时对所有目标运行、请求交错发出，各自保持该档的并发：无论哪种方式，网络的变化对它们的影响相同；结果并排显示。",
+                ))}
             </p>
         </fieldset>
     }

@@ -10,6 +10,8 @@
 
 use std::{cell::RefCell, rc::Rc};
 
+use tokenmeter_core::said;
+
 use super::{
     cancel::CancelToken,
     conditions::Visibility,
@@ -73,7 +75,10 @@ fn listen_here() {
                     }
                 }
                 Err(err) => post(FromWorker::Failed {
-                    problems: vec![format!("the worker could not read a message: {err}")],
+                    problems: vec![said!(
+                        "the worker could not read a message: {err}",
+                        "worker 无法读取一条消息：{err}"
+                    )],
                 }),
             }
         }

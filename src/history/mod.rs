@@ -25,7 +25,7 @@ use std::sync::Arc;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use leptos::prelude::*;
-use tokenmeter_core::{chart::MAX_COMPARED, report::RunDocument};
+use tokenmeter_core::{chart::MAX_COMPARED, error::Said, report::RunDocument, said};
 
 use crate::pieces::stored_copy;
 
@@ -55,7 +55,7 @@ pub struct History {
     /// chosen: the first is the baseline. At most `chart::MAX_COMPARED`.
     pub compared: RwSignal<Vec<String>>,
     /// What storage could not do, for the panel.
-    pub storage_note: RwSignal<Option<String>>,
+    pub storage_note: RwSignal<Option<Said>>,
     /// True once the stored runs were read (or could not be).
     pub loaded: RwSignal<bool>,
     writes: StoredValue<mpsc::UnboundedSender<Write>>,
@@ -87,8 +87,9 @@ impl History {
         let store = match RunStore::open().await {
             Ok(store) => store,
             Err(error) => {
-                self.storage_note.set(Some(format!(
-                    "runs cannot be stored in this browser ({error}): they are shown until the page is reloaded; export the ones to keep"
+                self.storage_note.set(Some(said!(
+                    "runs cannot be stored in this browser ({error}): they are shown until the page is reloaded; export the ones to keep",
+                    "这个浏览器无法存储测试记录（{error}）：它们只显示到页面重新加载为止；请导出要保留的记录",
                 )));
                 self.loaded.set(true);
                 while pending.next().await.is_some() {}
@@ -98,8 +99,9 @@ impl History {
         self.move_legacy_runs(&store).await;
         match store.all().await {
             Ok(rows) => self.add_stored(rows, &store).await,
-            Err(error) => self.storage_note.set(Some(format!(
-                "the kept runs could not be read ({error}); new runs are still stored"
+            Err(error) => self.storage_note.set(Some(said!(
+                "the kept runs could not be read ({error}); new runs are still stored",
+                "无法读取已保存的测试记录（{error}）；新的测试仍会被保存",
             ))),
         }
         self.loaded.set(true);
@@ -112,11 +114,13 @@ impl History {
             // does not store what an earlier one could not.
             if let Err(error) = outcome {
                 self.storage_note.set(Some(match write {
-                    Write::Put { .. } => format!(
-                        "a run could not be stored ({error}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it"
+                    Write::Put { .. } => said!(
+                        "a run could not be stored ({error}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it",
+                        "有一次测试无法保存（{error}）：它只显示到页面重新加载为止，之前保存的记录不受影响；请导出以保留它",
                     ),
-                    Write::Delete(_) => format!(
-                        "a deleted run could not be removed from storage ({error}): it may come back when the page is reloaded"
+                    Write::Delete(_) => said!(
+                        "a deleted run could not be removed from storage ({error}): it may come back when the page is reloaded",
+                        "已删除的测试无法从存储中移除（{error}）：页面重新加载后它可能会再出现",
                     ),
                 }));
             }
@@ -134,8 +138,9 @@ impl History {
                 continue;
             };
             if let Err(error) = store.put(&document.run_id, now - age as f64, json).await {
-                self.storage_note.set(Some(format!(
-                    "the runs kept by an earlier version could not be moved ({error}); they stay where they were"
+                self.storage_note.set(Some(said!(
+                    "the runs kept by an earlier version could not be moved ({error}); they stay where they were",
+                    "旧版本保存的测试记录无法迁移（{error}）；它们保留在原处",
                 )));
                 moved = false;
                 break;
@@ -191,8 +196,9 @@ impl History {
                 Ok((kept, json)) => self.add(Arc::new(kept), Some(json)),
                 Err(missing) => {
                     // Shown, and in the list until the page is reloaded.
-                    self.storage_note.set(Some(format!(
-                        "a run could not be stored ({missing}): it is shown until the page is reloaded; export it to keep it"
+                    self.storage_note.set(Some(said!(
+                        "a run could not be stored ({missing}): it is shown until the page is reloaded; export it to keep it",
+                        "有一次测试无法保存（{missing}）：它只显示到页面重新加载为止；请导出以保留它",
                     )));
                     self.add(document, None);
                 }

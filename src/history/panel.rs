@@ -26,7 +26,10 @@ split_off! { imports:
         })
     }
 }
-use crate::run::RunController;
+use crate::{
+    language::{w, words},
+    run::RunController,
+};
 
 #[component]
 pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
@@ -49,6 +52,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
         });
     };
     let on_import = move |_| import_one(import_text.get_untracked());
+    let lang = crate::language::current();
     view! {
         <section
             class="panel history"
@@ -56,22 +60,22 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
             data-state=move || if history.loaded.get() { "ready" } else { "loading" }
             aria-labelledby="history-title"
         >
-            <h2 id="history-title">"History"</h2>
+            <h2 id="history-title">{words(w("History", "历史"))}</h2>
             <Show
                 when=move || history.runs.with(|runs| !runs.is_empty())
-                fallback=|| view! { <p class="muted">"Finished and cancelled runs are kept here, in this browser, to compare with the next one."</p> }
+                fallback=|| view! { <p class="muted">{words(w("Finished and cancelled runs are kept here, in this browser, to compare with the next one.", "已完成和已取消的测试保存在这里（本浏览器中），用于和下一次对比。"))}</p> }
             >
                 <div class="table-scroll">
                 <table class="grid history-table">
                     <thead>
                         <tr>
-                            <th>"started"</th>
-                            <th>"model"</th>
-                            <th>"endpoint"</th>
-                            <th>"levels"</th>
-                            <th>"status"</th>
-                            <th>"knee"</th>
-                            <th>"safe"</th>
+                            <th>{words(w("started", "开始时间"))}</th>
+                            <th>{words(w("model", "模型"))}</th>
+                            <th>{words(w("endpoint", "接口"))}</th>
+                            <th>{words(w("levels", "档位"))}</th>
+                            <th>{words(w("status", "状态"))}</th>
+                            <th>{words(w("knee", "拐点"))}</th>
+                            <th>{words(w("safe", "安全并发"))}</th>
                             <th></th>
                         </tr>
                     </thead>
@@ -84,10 +88,10 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                 </div>
             </Show>
             {move || history.storage_note.get().map(|note| view! {
-                <p class="callout warn" data-testid="history-storage-note">{note}</p>
+                <p class="callout warn" data-testid="history-storage-note">{note.text(lang.get()).to_owned()}</p>
             })}
             <details class="import">
-                <summary>"Import a run document, a vLLM bench serve result, or Locust records"</summary>
+                <summary>{words(w("Import a run document, a vLLM bench serve result, or Locust records", "导入运行文档、vLLM bench serve 结果或 Locust 记录"))}</summary>
                 <input
                     type="file"
                     accept="application/json,.json,.jsonl"
@@ -100,7 +104,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                     prop:value=import_text
                     on:input=move |ev| import_text.set(event_target_value(&ev))
                 ></textarea>
-                <button data-testid="history-import" on:click=on_import>"Import"</button>
+                <button data-testid="history-import" on:click=on_import>{words(w("Import", "导入"))}</button>
                 {move || import_error.get().map(|e| view! { <p class="field-error" data-testid="history-import-error">{e}</p> })}
             </details>
         </section>
@@ -116,10 +120,11 @@ fn HistoryRow(doc: Arc<RunDocument>, history: History, run: RunController) -> im
         .map(|l| l.concurrency.unwrap_or_default().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let status = match doc.status {
-        RunStatus::Done => "done",
-        RunStatus::Cancelled => "cancelled",
-    };
+    let status = words(match doc.status {
+        RunStatus::Done => w("done", "已完成"),
+        RunStatus::Cancelled => w("cancelled", "已取消"),
+    });
+    let lang = crate::language::current();
     let rank = Signal::derive({
         let run_id = run_id.clone();
         move || history.compared_rank(&run_id)
@@ -137,15 +142,16 @@ fn HistoryRow(doc: Arc<RunDocument>, history: History, run: RunController) -> im
             <td>{doc.verdict.knee.map_or("–".into(), |k| k.to_string())}</td>
             <td>{doc.verdict.safe_concurrency.map_or("–".into(), |k| k.to_string())}</td>
             <td class="row-actions">
-                <button data-testid="history-view" on:click=move |_| run.show(view_doc.clone())>"View"</button>
+                <button data-testid="history-view" on:click=move |_| run.show(view_doc.clone())>{words(w("View", "查看"))}</button>
                 <button data-testid="history-compare" on:click=move |_| history.toggle_compared(&compare_id)>
                     {move || match rank.get() {
-                        Some(0) => "Baseline ✓",
-                        Some(_) => "Compared ✓",
-                        None => "Compare",
-                    }}
+                        Some(0) => w("Baseline ✓", "基线 ✓"),
+                        Some(_) => w("Compared ✓", "对比中 ✓"),
+                        None => w("Compare", "对比"),
+                    }
+                    .text(lang.get())}
                 </button>
-                <button data-testid="history-delete" on:click=move |_| history.remove(&remove_id)>"Delete"</button>
+                <button data-testid="history-delete" on:click=move |_| history.remove(&remove_id)>{words(w("Delete", "删除"))}</button>
             </td>
         </tr>
     }

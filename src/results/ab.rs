@@ -9,6 +9,7 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     ab::{self, AbRow},
     chart,
+    columns::LEVEL,
     error::Lang,
     report::RunDocument,
 };
@@ -33,25 +34,35 @@ pub fn AbPanel(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
         let screen = crate::screen::Screen::current();
         move || chart::ab(&document, screen.look(lang.get()))
     };
-    let header: Vec<String> = names
-        .iter()
-        .flat_map(|name| {
-            [
-                format!("{name}: TTFT p95 ms"),
-                format!("{name}: TPOT p50 ms"),
-                format!("{name}: tok/s"),
-            ]
-        })
-        .collect();
+    let header = {
+        let names = names.clone();
+        move || -> Vec<String> {
+            let lang = lang.get();
+            let ms = lang.pick("ms", "毫秒");
+            names
+                .iter()
+                .flat_map(|name| {
+                    [
+                        format!("{name}: TTFT p95 {ms}"),
+                        format!("{name}: TPOT p50 {ms}"),
+                        format!("{name}: tok/s"),
+                    ]
+                })
+                .collect()
+        }
+    };
     let row_view = {
         let names = names.clone();
         move |row: AbRow| {
             let better = row
                 .better
                 .map_or_else(|| "tie".to_owned(), |i| i.to_string());
-            let verdict = match row.better {
-                Some(i) => format!("{} +{:.0}%", names[i], row.lead_pct),
-                None => format!("tie (within {:.0}%)", row.threshold_pct),
+            let (lead, threshold) = (row.lead_pct, row.threshold_pct);
+            let winner = row.better.map(|i| names[i].clone());
+            let verdict = move || match (&winner, lang.get()) {
+                (Some(name), _) => format!("{name} +{lead:.0}%"),
+                (None, Lang::En) => format!("tie (within {threshold:.0}%)"),
+                (None, Lang::Zh) => format!("持平（差距在 {threshold:.0}% 以内）"),
             };
             let cells = row
                 .targets
@@ -86,9 +97,9 @@ pub fn AbPanel(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
                 <table class="grid" data-testid="ab-table">
                     <thead>
                         <tr>
-                            <th>"concurrency"</th>
-                            {header.into_iter().map(|h| view! { <th>{h}</th> }).collect_view()}
-                            <th>"better (output tok/s)"</th>
+                            <th>{move || LEVEL.text(lang.get())}</th>
+                            {move || header().into_iter().map(|h| view! { <th>{h}</th> }).collect_view()}
+                            <th>{move || lang.get().pick("better (output tok/s)", "更好的一方（输出 tok/s）")}</th>
                         </tr>
                     </thead>
                     <tbody>{rows.into_iter().map(row_view).collect_view()}</tbody>

@@ -12,7 +12,10 @@ use tokenmeter_core::{
     report::RunDocument,
 };
 
-use crate::files::download;
+use crate::{
+    files::download,
+    language::{w, Words},
+};
 
 /// What each export button writes.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +46,7 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
     // Each button renders its file when clicked, from the one shared document.
     let problem = RwSignal::new(None::<String>);
     let button = move |testid: &'static str,
-                       text: &'static str,
+                       text: Words,
                        suffix: &'static str,
                        mime: &'static str,
                        export: Export| {
@@ -64,17 +67,17 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
                     }
                 });
             }>
-                {text}
+                {move || text.text(lang.get())}
             </button>
         }
     };
     view! {
         <div class="actions">
-            {button("export-json", "Export JSON", ".json", "application/json", Export::Json)}
-            {button("export-csv", "Levels CSV", "-levels.csv", "text/csv", Export::LevelsCsv)}
-            {button("export-requests-csv", "Requests CSV", "-requests.csv", "text/csv", Export::RequestsCsv)}
-            {button("export-md", "Markdown", ".md", "text/markdown", Export::Markdown)}
-            {button("export-html", "HTML report", ".html", "text/html", Export::Html)}
+            {button("export-json", w("Export JSON", "导出 JSON"), ".json", "application/json", Export::Json)}
+            {button("export-csv", w("Levels CSV", "各档 CSV"), "-levels.csv", "text/csv", Export::LevelsCsv)}
+            {button("export-requests-csv", w("Requests CSV", "请求 CSV"), "-requests.csv", "text/csv", Export::RequestsCsv)}
+            {button("export-md", w("Markdown", "Markdown"), ".md", "text/markdown", Export::Markdown)}
+            {button("export-html", w("HTML report", "HTML 报告"), ".html", "text/html", Export::Html)}
             {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p}</p> })}
         </div>
     }

@@ -8,8 +8,9 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     columns::{page_columns, TableKinds, LEVEL},
     diagnosis::diagnose,
-    error::Lang,
+    error::{Lang, Said},
     report::{RunDocument, RunStatus},
+    said,
     summary::{Distortion, Summary},
 };
 
@@ -58,13 +59,17 @@ pub fn Finished(
     let errors = error_groups(&document);
     let findings = diagnose(&document);
     // Which browser measured the run: engines differ (see the README's table).
+    // The browser's name and version as it gives them; the timer in words.
     let measured_by = document.environment.browser().map(|browser| {
-        let timer = document
-            .environment
-            .timer_resolution_us
-            .map(|us| format!(", timer {us:.0} µs"))
-            .unwrap_or_default();
-        format!("{}{timer}", browser.label())
+        let timer_us = document.environment.timer_resolution_us;
+        (browser.label(), move || {
+            timer_us
+                .map(|us| match lang.get() {
+                    Lang::En => format!(", timer {us:.0} µs"),
+                    Lang::Zh => format!("，计时精度 {us:.0} µs"),
+                })
+                .unwrap_or_default()
+        })
     });
     let has_notes = !document.environment.notes_in(Lang::En).is_empty();
     let cancelled = document.status == RunStatus::Cancelled;
@@ -87,7 +92,7 @@ pub fn Finished(
         <div class="finished">
             {cancelled.then(|| view! {
                 <p class="callout" data-testid="cancelled-note">
-                    "Cancelled: everything measured before Cancel is kept below."
+                    {say(lang, "Cancelled: everything measured before Cancel is kept below.", "已取消：取消之前测得的一切都保留在下面。")}
                 </p>
             })}
             <HeadlineCards document=document.clone() lang=lang/>
@@ -114,13 +119,17 @@ pub fn Finished(
                 </table>
             </div>
             {comparison}
-            {measured_by.map(|text| view! {
+            {measured_by.map(|(browser, timer)| view! {
                 <p class="muted small" data-testid="measured-by">
-                    {say(lang, "Measured in ", "测量浏览器：")}{text}
+                    {say(lang, "Measured in ", "测量浏览器：")}<span lang="en">{browser}</span>{timer}
                 </p>
             })}
             <p class="muted small">
-                "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out."
+                {say(
+                    lang,
+                    "Times in ms; rates per second. TTFT is what a user of this browser feels: it includes any time the browser held the request before sending it (browser wait). TTFT after send leaves that out.",
+                    "时间单位为毫秒，速率为每秒。TTFT 是这个浏览器的用户感受到的时间：它包括浏览器在发出请求前扣留的时间（浏览器等待）。“发出后 TTFT”不含这部分。",
+                )}
             </p>
             <div
                 class="verdict"
@@ -189,6 +198,7 @@ fn result_row(
     lang: RwSignal<Lang>,
 ) -> impl IntoView {
     let level = Arc::new(s.clone());
+    let concurrency = s.concurrency;
     let fails: String = s
         .fails_by_kind
         .iter()
@@ -197,23 +207,32 @@ fn result_row(
         .join(", ");
     // A level the browser or the engine shaped: flagged, and left out of the verdict.
     let (distorted, why) = match &s.distorted {
-        None => (None, String::new()),
+        None => (None, Said::default()),
         Some(Distortion::BrowserQueue {
             protocol,
             connections,
         }) => (
             Some("browser_queue"),
-            format!("left out of the verdict: the browser sent at most {connections} requests at a time over {protocol}"),
+            said!(
+                "left out of the verdict: the browser sent at most {connections} requests at a time over {protocol}",
+                "未计入结论：浏览器经 {protocol} 最多同时发出 {connections} 个请求",
+            ),
         ),
         Some(Distortion::Engine { lag_p95_ms }) => (
             Some("engine"),
-            format!("left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95"),
+            said!(
+                "left out of the verdict: the measuring engine ran {lag_p95_ms:.0} ms late at p95",
+                "未计入结论：测量引擎在 p95 时滞后了 {lag_p95_ms:.0} 毫秒",
+            ),
         ),
         Some(Distortion::Buffered {
             share_pct, largest, ..
         }) => (
             Some("buffered"),
-            format!("left out of the verdict: {share_pct:.0}% of the tokens arrived in bursts (up to {largest} at once), as a gateway that buffers or compresses the stream releases them: TTFT, TPOT and ITL here are its, not the server's"),
+            said!(
+                "left out of the verdict: {share_pct:.0}% of the tokens arrived in bursts (up to {largest} at once), as a gateway that buffers or compresses the stream releases them: TTFT, TPOT and ITL here are its, not the server's",
+                "未计入结论：{share_pct:.0}% 的 token 成批到达（一次最多 {largest} 个），正是缓冲或压缩流的网关放行的方式：这里的 TTFT、TPOT 和 ITL 属于网关，而不是服务端",
+            ),
         ),
     };
     let cells = page_columns(kinds)
@@ -233,9 +252,9 @@ fn result_row(
             data-distorted=distorted
             class:distorted=distorted.is_some()
         >
-            <td title=why>
-                {level_name(s.concurrency)}
-                {distorted.map(|_| view! { <span class="distorted-mark" aria-label="left out of the verdict">" †"</span> })}
+            <td title=move || why.text(lang.get()).to_owned()>
+                {move || level_name(concurrency, lang.get())}
+                {distorted.map(|_| view! { <span class="distorted-mark" aria-label=move || lang.get().pick("left out of the verdict", "未计入结论")>" †"</span> })}
             </td>
             {cells}
         </tr>

@@ -181,7 +181,7 @@ fn LiveRow(progress: Memo<Option<Progress>>, index: usize, lang: RwSignal<Lang>)
             data-state=move || state().0
         >
             <td>{move || level.with(|l| {
-                let mut name = level_name(Some(l.concurrency));
+                let mut name = level_name(Some(l.concurrency), lang.get());
                 if l.target > 0 {
                     // An A/B plan's other target (A is the plan's own).
                     name.push_str(&format!(" · {}", Plan::target_label(l.target as usize)));

@@ -28,11 +28,11 @@ use crate::{
 };
 
 /// A level's name in the tables: its concurrency, "open loop", or "all".
-fn level_name(concurrency: Option<u32>) -> String {
+fn level_name(concurrency: Option<u32>, lang: Lang) -> String {
     match concurrency {
-        Some(0) => "open loop".into(),
+        Some(0) => lang.pick("open loop", "开环").into(),
         Some(c) => c.to_string(),
-        None => "all".into(),
+        None => lang.pick("all", "全部").into(),
     }
 }
 
@@ -108,24 +108,6 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
         >
             <div class="panel-head">
                 <h2 id="results-title">{say(lang, "Results", "结果")}</h2>
-                <div class="lang-switch" role="group" aria-label="language">
-                    {[(Lang::En, "lang-en", "EN"), (Lang::Zh, "lang-zh", "中文")]
-                        .into_iter()
-                        .map(|(choice, testid, text)| view! {
-                            <button
-                                data-testid=testid
-                                lang=crate::language::tag(choice)
-                                aria-pressed=move || if lang.get() == choice { "true" } else { "false" }
-                                on:click=move |_| {
-                                    lang.set(choice);
-                                    crate::language::remember(choice);
-                                }
-                            >
-                                {text}
-                            </button>
-                        })
-                        .collect_view()}
-                </div>
             </div>
             {move || match shown.get() {
                 Shown::Idle => view! { <EmptyState lang=lang/> }.into_any(),

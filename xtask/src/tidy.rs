@@ -57,11 +57,10 @@ pub const CORE: Layering = Layering {
 pub const PAGE: Layering = Layering {
     src: "src",
     layers: &[
+        ("leaves", &["protocol", "files", "screen", "language"]),
         (
-            "leaves",
-            &[
-                "protocol", "files", "screen", "language", "glossary", "widgets", "pieces",
-            ],
+            "the form's parts, the pieces",
+            &["widgets", "glossary", "pieces"],
         ),
         (
             "the worker and the endpoint",

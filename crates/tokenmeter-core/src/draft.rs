@@ -12,11 +12,13 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::{
+    error::{Said, Words},
     plan::{
         is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
         AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS,
         MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
+    said,
     stream::EndpointKind,
 };
 
@@ -127,10 +129,11 @@ impl LengthsDraft {
     /// The lengths, or why not (each problem about `field`).
     fn read(
         &self,
-        what: &str,
+        what: Words,
         field: DraftField,
         problems: &mut Vec<PlanProblem>,
     ) -> Option<Lengths> {
+        let (what_en, what_zh) = (what.en, what.zh);
         if self.dist == LengthDist::Fixed {
             return None;
         }
@@ -138,7 +141,10 @@ impl LengthsDraft {
         let (Some(min), Some(max)) = (min, max) else {
             problems.push(PlanProblem::at(
                 field,
-                format!("{what} lengths need a whole number of tokens for min and max"),
+                said!(
+                    "{what_en} lengths need a whole number of tokens for min and max",
+                    "{what_zh}长度的 min 和 max 需要是整数个 token",
+                ),
             ));
             return None;
         };
@@ -148,7 +154,10 @@ impl LengthsDraft {
                 _ => {
                     problems.push(PlanProblem::at(
                         field,
-                        format!("normal {what} lengths need a mean and a standard deviation of 0 or more"),
+                        said!(
+                            "normal {what_en} lengths need a mean and a standard deviation of 0 or more",
+                            "正态分布的{what_zh}长度需要均值和不小于 0 的标准差",
+                        ),
                     ));
                     return None;
                 }
@@ -203,11 +212,11 @@ pub enum DraftField {
 pub struct PlanProblem {
     /// The field to fix, when it is one field.
     pub field: Option<DraftField>,
-    pub message: String,
+    pub message: Said,
 }
 
 impl PlanProblem {
-    fn at(field: DraftField, message: impl Into<String>) -> PlanProblem {
+    fn at(field: DraftField, message: impl Into<Said>) -> PlanProblem {
         PlanProblem {
             field: Some(field),
             message: message.into(),
@@ -217,7 +226,7 @@ impl PlanProblem {
 
 impl fmt::Display for PlanProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message.en)
     }
 }
 
@@ -385,12 +394,22 @@ impl PlanDraft {
         }
         plan.model = self.model.trim().to_owned();
         plan.prompt_mode = self.prompt_mode;
-        plan.output_lengths = self
-            .output_lengths
-            .read("output", F::OutputLengths, &mut problems);
-        plan.input_lengths = self
-            .input_lengths
-            .read("input", F::InputLengths, &mut problems);
+        plan.output_lengths = self.output_lengths.read(
+            Words {
+                en: "output",
+                zh: "输出",
+            },
+            F::OutputLengths,
+            &mut problems,
+        );
+        plan.input_lengths = self.input_lengths.read(
+            Words {
+                en: "input",
+                zh: "输入",
+            },
+            F::InputLengths,
+            &mut problems,
+        );
         plan.force_output_lengths = self.force_output_lengths;
         // Only a shared prefix reads its two fields: the others leave them as they were.
         if self.prompt_mode == PromptMode::SharedPrefix {
@@ -399,14 +418,20 @@ impl PlanDraft {
                 Some(n) if (min..=MAX_PROMPT_TOKENS).contains(&n) => plan.prefix_tokens = n,
                 _ => problems.push(PlanProblem::at(
                     F::PrefixTokens,
-                    format!("a shared prefix must be a whole number of {min} to {MAX_PROMPT_TOKENS} tokens"),
+                    said!(
+                        "a shared prefix must be a whole number of {min} to {MAX_PROMPT_TOKENS} tokens",
+                        "共享前缀应为 {min} 到 {MAX_PROMPT_TOKENS} 之间的整数个 token",
+                    ),
                 )),
             }
             match whole(&self.prefix_groups) {
                 Some(n) if (1..=MAX_PREFIX_GROUPS).contains(&n) => plan.prefix_groups = n,
                 _ => problems.push(PlanProblem::at(
                     F::PrefixGroups,
-                    format!("requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups"),
+                    said!(
+                        "requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups",
+                        "共享前缀的分组数为 1 到 {MAX_PREFIX_GROUPS}",
+                    ),
                 )),
             }
         }
@@ -417,21 +442,30 @@ impl PlanDraft {
             Some(n) if n > 0 => plan.max_tokens = n,
             _ => problems.push(PlanProblem::at(
                 F::MaxTokens,
-                "max_tokens must be a whole number above 0",
+                said!(
+                    "max_tokens must be a whole number above 0",
+                    "max_tokens 必须是大于 0 的整数"
+                ),
             )),
         }
         match number(&self.timeout_s) {
             Some(t) if t > 0.0 => plan.timeout_s = t,
             _ => problems.push(PlanProblem::at(
                 F::Timeout,
-                "the timeout must be a number of seconds above 0",
+                said!(
+                    "the timeout must be a number of seconds above 0",
+                    "超时必须是大于 0 的秒数"
+                ),
             )),
         }
         match whole(&self.warmup) {
             Some(n) => plan.warmup_requests = n,
             None => problems.push(PlanProblem::at(
                 F::Warmup,
-                "warm-up requests must be a whole number (0 for none)",
+                said!(
+                    "warm-up requests must be a whole number (0 for none)",
+                    "预热请求数必须是整数（0 表示不预热）"
+                ),
             )),
         }
         plan.prompt = match self.prompt_tokens.trim() {
@@ -441,7 +475,10 @@ impl PlanDraft {
                 _ => {
                     problems.push(PlanProblem::at(
                         F::PromptTokens,
-                        "the generated prompt length must be a whole number of tokens",
+                        said!(
+                            "the generated prompt length must be a whole number of tokens",
+                            "生成的提示词长度必须是整数个 token"
+                        ),
                     ));
                     PromptSpec::Text(self.prompt.clone())
                 }
@@ -454,7 +491,7 @@ impl PlanDraft {
                 _ => {
                     problems.push(PlanProblem::at(
                         F::Temperature,
-                        "temperature must be a number from 0 to 2, or empty for the server's default",
+                        said!("temperature must be a number from 0 to 2, or empty for the server's default", "temperature 必须是 0 到 2 之间的数，留空则用服务端默认值"),
                     ));
                     None
                 }
@@ -475,9 +512,10 @@ impl PlanDraft {
                 let base_url = match normalize_base_url(&t.base_url) {
                     Ok((url, _)) => url,
                     Err(err) => {
+                        let (en, zh) = (err.en, err.zh);
                         problems.push(PlanProblem {
                             field: None,
-                            message: format!("target {label}: {err}"),
+                            message: said!("target {label}: {en}", "目标 {label}：{zh}"),
                         });
                         t.base_url.trim().to_owned()
                     }
@@ -500,7 +538,10 @@ impl PlanDraft {
             (LoadKind::Ladder, _) => {
                 problems.push(PlanProblem::at(
                     F::Repeat,
-                    format!("repeat the ladder 1 to {MAX_REPEAT} times"),
+                    said!(
+                        "repeat the ladder 1 to {MAX_REPEAT} times",
+                        "阶梯可重复 1 到 {MAX_REPEAT} 次",
+                    ),
                 ));
                 1
             }
@@ -515,7 +556,7 @@ impl PlanDraft {
                 None => {
                     problems.push(PlanProblem::at(
                         F::SloErrorRate,
-                        "the error-rate limit must be a percentage from 0 to 100, or empty for none",
+                        said!("the error-rate limit must be a percentage from 0 to 100, or empty for none", "错误率上限必须是 0 到 100 之间的百分比，留空表示不设"),
                     ));
                     None
                 }
@@ -543,7 +584,7 @@ impl PlanDraft {
         use DraftField as F;
         let count = whole(&self.requests_per_level).filter(|&n| n > 0);
         let levels = parse_levels(&self.levels);
-        let mut problem = |field, message: String| {
+        let mut problem = |field, message: Said| {
             problems.push(PlanProblem::at(field, message));
             None
         };
@@ -556,7 +597,7 @@ impl PlanDraft {
                 (Err(message), _) => problem(F::Levels, message),
                 (_, None) => problem(
                     F::RequestsPerLevel,
-                    "requests per level must be a whole number above 0".into(),
+                    said!("requests per level must be a whole number above 0", "每档请求数必须是大于 0 的整数"),
                 ),
             },
             LoadKind::Arrivals => match (number(&self.rate_rps).filter(|&r| r > 0.0), count) {
@@ -568,12 +609,14 @@ impl PlanDraft {
                 }),
                 (None, _) => problem(
                     F::Rate,
-                    "the arrival rate must be a number of requests per second above 0".into(),
+                    said!("the arrival rate must be a number of requests per second above 0", "到达速率必须是大于 0 的每秒请求数"),
                 ),
                 (_, None) => problem(
                     F::RequestsPerLevel,
-                    "the number of arrivals (requests per level) must be a whole number above 0"
-                        .into(),
+                    said!(
+                        "the number of arrivals (requests per level) must be a whole number above 0",
+                        "到达数（每档请求数）必须是大于 0 的整数",
+                    ),
                 ),
             },
             LoadKind::Duration => match (levels, number(&self.duration_s).filter(|&s| s > 0.0)) {
@@ -584,7 +627,7 @@ impl PlanDraft {
                 (Err(message), _) => problem(F::Levels, message),
                 (_, None) => problem(
                     F::Duration,
-                    "the duration must be a number of seconds above 0".into(),
+                    said!("the duration must be a number of seconds above 0", "持续时间必须是大于 0 的秒数"),
                 ),
             },
             LoadKind::SloSearch => match (whole(&self.search_max).filter(|&n| n > 0), count) {
@@ -594,11 +637,11 @@ impl PlanDraft {
                 }),
                 (None, _) => problem(
                     F::SearchMax,
-                    "search up to a whole concurrency above 0".into(),
+                    said!("search up to a whole concurrency above 0", "搜索的最高并发必须是大于 0 的整数"),
                 ),
                 (_, None) => problem(
                     F::RequestsPerLevel,
-                    "requests per probe (requests per level) must be a whole number above 0".into(),
+                    said!("requests per probe (requests per level) must be a whole number above 0", "每次探测的请求数（每档请求数）必须是大于 0 的整数"),
                 ),
             },
         }
@@ -614,7 +657,10 @@ impl PlanDraft {
             let Some((name, value)) = line.split_once(':') else {
                 problems.push(PlanProblem::at(
                     DraftField::ExtraHeaders,
-                    format!("extra header `{line}` needs the form `Name: value`"),
+                    said!(
+                        "extra header `{line}` needs the form `Name: value`",
+                        "附加请求头 `{line}` 需要写成 `Name: value` 的形式",
+                    ),
                 ));
                 continue;
             };
@@ -637,8 +683,14 @@ impl PlanDraft {
         }
         let problem = match serde_json::from_str::<Value>(&self.extra_body) {
             Ok(Value::Object(map)) => return map,
-            Ok(_) => "extra body fields must be a JSON object, e.g. {\"top_p\": 0.9}".into(),
-            Err(err) => format!("extra body fields are not valid JSON: {err}"),
+            Ok(_) => said!(
+                "extra body fields must be a JSON object, e.g. {{\"top_p\": 0.9}}",
+                "附加请求体字段必须是 JSON 对象，例如 {{\"top_p\": 0.9}}",
+            ),
+            Err(err) => said!(
+                "extra body fields are not valid JSON: {err}",
+                "附加请求体字段不是有效的 JSON：{err}",
+            ),
         };
         problems.push(PlanProblem::at(DraftField::ExtraBody, problem));
         Map::new()
@@ -668,7 +720,10 @@ fn limit(
     if ms.is_none() {
         problems.push(PlanProblem::at(
             field,
-            format!("the {what} limit must be a number of ms above 0, or empty for none"),
+            said!(
+                "the {what} limit must be a number of ms above 0, or empty for none",
+                "{what} 上限必须是大于 0 的毫秒数，留空表示不设",
+            ),
         ));
     }
     ms
@@ -767,7 +822,7 @@ mod tests {
             .to_plan(&plan)
             .unwrap_err()
             .into_iter()
-            .map(|p| p.message)
+            .map(|p| p.message.en)
             .collect();
         assert!(
             messages.iter().any(|m| m.starts_with("target B: ")),

@@ -39,6 +39,67 @@ impl Words {
     }
 }
 
+/// A text made at run time (with figures, names, a browser's message) in English
+/// and in Chinese: a message is said in both when it is made, and shown in
+/// whichever the reader chose, then or later. Made with [`said!`](crate::said).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Said {
+    pub en: String,
+    pub zh: String,
+}
+
+impl Said {
+    /// The text in `lang`.
+    pub fn text(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.en,
+            Lang::Zh => &self.zh,
+        }
+    }
+}
+
+/// Written, a message is its English: the command line's, the logs'.
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.en)
+    }
+}
+
+/// Read as a `str` (matched, searched, compared), a message is its English.
+impl std::ops::Deref for Said {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.en
+    }
+}
+
+impl From<Said> for String {
+    fn from(said: Said) -> String {
+        said.en
+    }
+}
+
+impl From<Words> for Said {
+    fn from(words: Words) -> Said {
+        Said {
+            en: words.en.to_owned(),
+            zh: words.zh.to_owned(),
+        }
+    }
+}
+
+/// A [`Said`] from two format strings, English first:
+/// `said!("{n} levels", "{n} 档")`.
+#[macro_export]
+macro_rules! said {
+    ($en:literal, $zh:literal $(,)?) => {
+        $crate::error::Said {
+            en: format!($en),
+            zh: format!($zh),
+        }
+    };
+}
+
 /// Every way a request can fail, in the order a person should check them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

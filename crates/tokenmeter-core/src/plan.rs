@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
+    error::{Said, Words},
+    said,
     stream::{request_body, BodySpec, EndpointKind},
     tagged::{need, WireError},
 };
@@ -252,20 +254,22 @@ impl Lengths {
     }
 
     /// What is wrong with these lengths of `what`, at most `cap` tokens.
-    fn problems(&self, what: &str, cap: u32) -> Vec<String> {
+    fn problems(&self, what: Words, cap: u32) -> Vec<Said> {
         let mut problems = Vec::new();
-        if self.min == 0 || self.min > self.max || self.max > cap {
-            problems.push(format!(
-                "{what} lengths need 1 ≤ min ≤ max ≤ {cap} (min {}, max {})",
-                self.min, self.max
+        let (min, max, what_en, what_zh) = (self.min, self.max, what.en, what.zh);
+        if min == 0 || min > max || max > cap {
+            problems.push(said!(
+                "{what_en} lengths need 1 ≤ min ≤ max ≤ {cap} (min {min}, max {max})",
+                "{what_zh}长度需满足 1 ≤ min ≤ max ≤ {cap}（min {min}，max {max}）",
             ));
         }
         match (self.mean, self.stdev) {
             (None, None) => {}
             (Some(mean), Some(stdev)) if mean.is_finite() && stdev.is_finite() && stdev >= 0.0 => {
             }
-            _ => problems.push(format!(
-                "a normal distribution of {what} lengths needs a mean and a standard deviation of 0 or more"
+            _ => problems.push(said!(
+                "a normal distribution of {what_en} lengths needs a mean and a standard deviation of 0 or more",
+                "{what_zh}长度的正态分布需要均值和不小于 0 的标准差",
             )),
         }
         problems
@@ -624,11 +628,17 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
-pub fn secret_header_problem(name: &str) -> String {
+pub fn secret_header_problem(name: &str) -> Said {
     if KEY_HEADERS.contains(&name.trim().to_ascii_lowercase().as_str()) {
-        format!("put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is")
+        said!(
+            "put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is",
+            "请把密钥填在 API 密钥栏（并选择发送方式），不要放在 `{name}` 请求头里：附加请求头会随计划保存，密钥永远不会",
+        )
     } else {
-        format!("the `{name}` header looks like a secret (by its name or its value): extra headers are saved with the plan and travel in links, history and exports, so none may hold one; put the key in the API key field, or add such a header in a gateway in front of the server")
+        said!(
+            "the `{name}` header looks like a secret (by its name or its value): extra headers are saved with the plan and travel in links, history and exports, so none may hold one; put the key in the API key field, or add such a header in a gateway in front of the server",
+            "`{name}` 请求头看起来是机密（从名字或值判断）：附加请求头会随计划保存，并出现在链接、历史和导出中，所以不能包含机密；请把密钥填在 API 密钥栏，或在服务前面的网关里加上这个请求头",
+        )
     }
 }
 
@@ -825,7 +835,7 @@ impl Plan {
     }
 
     /// Checks the plan; every problem is one sentence a user can act on.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
+    pub fn validate(&self) -> Result<(), Vec<Said>> {
         let mut problems = Vec::new();
         if let Err(err) = normalize_base_url(&self.base_url) {
             problems.push(err);
@@ -836,52 +846,76 @@ impl Plan {
             }
         }
         if self.model.trim().is_empty() {
-            problems.push(
-                "the model is empty: enter a model ID, or load the list from the server".into(),
-            );
+            problems.push(said!(
+                "the model is empty: enter a model ID, or load the list from the server",
+                "模型为空：请输入模型 ID，或从服务端读取模型列表",
+            ));
         }
         if self.max_tokens == 0 {
-            problems.push("max_tokens must be at least 1".into());
+            problems.push(said!(
+                "max_tokens must be at least 1",
+                "max_tokens 至少为 1"
+            ));
         }
         if !positive(self.timeout_s) {
-            problems.push("the timeout must be more than 0 seconds".into());
+            problems.push(said!(
+                "the timeout must be more than 0 seconds",
+                "超时必须大于 0 秒"
+            ));
         } else if self.timeout_s > MAX_TIMEOUT_S {
-            problems.push(format!(
-                "the timeout must be at most {MAX_TIMEOUT_S} seconds (a day)"
+            problems.push(said!(
+                "the timeout must be at most {MAX_TIMEOUT_S} seconds (a day)",
+                "超时最多 {MAX_TIMEOUT_S} 秒（一天）",
             ));
         }
         if let PromptSpec::Tokens(n) = self.prompt {
             if n > MAX_PROMPT_TOKENS {
-                problems.push(format!(
-                    "a generated prompt can be at most {MAX_PROMPT_TOKENS} tokens"
+                problems.push(said!(
+                    "a generated prompt can be at most {MAX_PROMPT_TOKENS} tokens",
+                    "生成的提示词最多 {MAX_PROMPT_TOKENS} 个 token",
                 ));
             }
         }
         if let Some(lengths) = self.output_lengths {
-            problems.extend(lengths.problems("output", MAX_OUTPUT_TOKENS));
+            problems.extend(lengths.problems(
+                Words {
+                    en: "output",
+                    zh: "输出",
+                },
+                MAX_OUTPUT_TOKENS,
+            ));
         }
         if let Some(lengths) = self.input_lengths {
-            problems.extend(lengths.problems("input", MAX_PROMPT_TOKENS));
+            problems.extend(lengths.problems(
+                Words {
+                    en: "input",
+                    zh: "输入",
+                },
+                MAX_PROMPT_TOKENS,
+            ));
             if !matches!(self.prompt, PromptSpec::Tokens(_)) {
-                problems.push("input lengths vary only for a generated prompt (a prompt of N tokens): a typed prompt is the body of every request".into());
+                problems.push(said!("input lengths vary only for a generated prompt (a prompt of N tokens): a typed prompt is the body of every request", "只有生成的提示词（N 个 token 的提示词）才能变化输入长度：手写的提示词是每个请求的正文"));
             }
         }
         if self.prompt_mode == PromptMode::SharedPrefix {
             if !(2 * UNIQUE_HEADER_TOKENS..=MAX_PROMPT_TOKENS).contains(&self.prefix_tokens) {
-                problems.push(format!(
-                    "a shared prefix must be {} to {MAX_PROMPT_TOKENS} tokens",
-                    2 * UNIQUE_HEADER_TOKENS
+                let least = 2 * UNIQUE_HEADER_TOKENS;
+                problems.push(said!(
+                    "a shared prefix must be {least} to {MAX_PROMPT_TOKENS} tokens",
+                    "共享前缀应为 {least} 到 {MAX_PROMPT_TOKENS} 个 token",
                 ));
             }
             if !(1..=MAX_PREFIX_GROUPS).contains(&self.prefix_groups) {
-                problems.push(format!(
-                    "requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups"
+                problems.push(said!(
+                    "requests can share a prefix in 1 to {MAX_PREFIX_GROUPS} groups",
+                    "共享前缀的分组数为 1 到 {MAX_PREFIX_GROUPS}",
                 ));
             }
         }
         if self.warmup_requests > MAX_WARMUP_REQUESTS {
-            problems.push(format!(
-                "warm-up requests can be at most {MAX_WARMUP_REQUESTS}"
+            problems.push(said!(
+                "warm-up requests can be at most {MAX_WARMUP_REQUESTS}",
+                "预热请求最多 {MAX_WARMUP_REQUESTS} 个",
             ));
         }
         let too_many = |n: u32| n > MAX_REQUESTS_PER_LEVEL;
@@ -891,26 +925,37 @@ impl Plan {
                 requests_per_level,
             } => {
                 if levels.is_empty() {
-                    problems.push("give at least one concurrency level, e.g. 1,2,4,8,16".into());
+                    problems.push(said!(
+                        "give at least one concurrency level, e.g. 1,2,4,8,16",
+                        "请至少给出一个并发档位，例如 1,2,4,8,16"
+                    ));
                 }
                 if levels.contains(&0) {
-                    problems.push("a concurrency level must be at least 1".into());
+                    problems.push(said!(
+                        "a concurrency level must be at least 1",
+                        "并发档位至少为 1"
+                    ));
                 }
                 if *requests_per_level == 0 {
-                    problems.push("requests per level must be at least 1".into());
+                    problems.push(said!(
+                        "requests per level must be at least 1",
+                        "每档请求数至少为 1"
+                    ));
                 }
                 let n_run = levels.len() as u64
                     * u64::from(*requests_per_level)
                     * u64::from(self.repeat.max(1))
                     * self.n_targets() as u64;
                 if too_many(*requests_per_level) {
-                    problems.push(format!(
-                        "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}"
+                    problems.push(said!(
+                        "requests per level can be at most {MAX_REQUESTS_PER_LEVEL}",
+                        "每档请求数最多 {MAX_REQUESTS_PER_LEVEL}",
                     ));
                 } else if n_run > u64::from(MAX_REQUESTS_PER_RUN) {
-                    problems.push(format!(
-                        "this ladder sends {n_run} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: use fewer levels, fewer requests per level or fewer passes"
-                    ));
+                    problems.push(said!(
+                    "this ladder sends {n_run} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: use fewer levels, fewer requests per level or fewer passes",
+                    "这个阶梯要发送 {n_run} 个请求；一次测试最多发送 {MAX_REQUESTS_PER_RUN} 个：请减少档位、每档请求数或轮数",
+                ));
                 }
             }
             LoadMode::Arrivals {
@@ -919,14 +964,18 @@ impl Plan {
                 ..
             } => {
                 if !positive(*rate_rps) {
-                    problems.push("the arrival rate must be more than 0 requests/s".into());
+                    problems.push(said!(
+                        "the arrival rate must be more than 0 requests/s",
+                        "到达速率必须大于 0 个请求/秒"
+                    ));
                 }
                 if *n_requests == 0 {
-                    problems.push("send at least one request".into());
+                    problems.push(said!("send at least one request", "至少发送一个请求"));
                 }
                 if too_many(*n_requests) {
-                    problems.push(format!(
-                        "an arrivals run can send at most {MAX_REQUESTS_PER_LEVEL} requests"
+                    problems.push(said!(
+                        "an arrivals run can send at most {MAX_REQUESTS_PER_LEVEL} requests",
+                        "到达模式最多发送 {MAX_REQUESTS_PER_LEVEL} 个请求",
                     ));
                 }
             }
@@ -935,10 +984,13 @@ impl Plan {
                 seconds,
             } => {
                 if *concurrency == 0 {
-                    problems.push("the concurrency must be at least 1".into());
+                    problems.push(said!("the concurrency must be at least 1", "并发至少为 1"));
                 }
                 if !positive(*seconds) {
-                    problems.push("the duration must be more than 0 seconds".into());
+                    problems.push(said!(
+                        "the duration must be more than 0 seconds",
+                        "持续时间必须大于 0 秒"
+                    ));
                 }
             }
             LoadMode::SloSearch {
@@ -946,15 +998,17 @@ impl Plan {
                 requests_per_probe,
             } => {
                 if !self.slo.is_set() {
-                    problems.push("an SLO search needs a limit to search for: set a p95 TTFT or TPOT limit (or an error rate) under Advanced".into());
+                    problems.push(said!("an SLO search needs a limit to search for: set a p95 TTFT or TPOT limit (or an error rate) under Advanced", "SLO 搜索需要一个限值：请在“高级”中设置 p95 TTFT 或 TPOT 上限（或错误率）"));
                 }
                 if !(1..=MAX_SEARCH_CONCURRENCY).contains(max_concurrency) {
-                    problems.push(format!(
-                        "search up to a concurrency between 1 and {MAX_SEARCH_CONCURRENCY}"
+                    problems.push(said!(
+                        "search up to a concurrency between 1 and {MAX_SEARCH_CONCURRENCY}",
+                        "搜索的最高并发应在 1 到 {MAX_SEARCH_CONCURRENCY} 之间",
                     ));
                 } else if *requests_per_probe == 0 || too_many(*requests_per_probe) {
-                    problems.push(format!(
-                        "requests per probe must be between 1 and {MAX_REQUESTS_PER_LEVEL}"
+                    problems.push(said!(
+                        "requests per probe must be between 1 and {MAX_REQUESTS_PER_LEVEL}",
+                        "每次探测的请求数应在 1 到 {MAX_REQUESTS_PER_LEVEL} 之间",
                     ));
                 } else {
                     let most = u64::from(max_probes(1, *max_concurrency))
@@ -963,38 +1017,58 @@ impl Plan {
                             *requests_per_probe,
                         ));
                     if most > u64::from(MAX_REQUESTS_PER_RUN) {
-                        problems.push(format!(
-                            "this search may send up to {most} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: search up to a lower concurrency or send fewer requests per probe"
-                        ));
+                        problems.push(said!(
+                    "this search may send up to {most} requests; one run sends at most {MAX_REQUESTS_PER_RUN}: search up to a lower concurrency or send fewer requests per probe",
+                    "这次搜索可能发送多达 {most} 个请求；一次测试最多发送 {MAX_REQUESTS_PER_RUN} 个：请降低搜索的最高并发，或减少每次探测的请求数",
+                ));
                     }
                 }
             }
         }
         if !self.targets.is_empty() {
             if !matches!(self.load, LoadMode::Ladder { .. }) {
-                problems.push("A/B targets run as a ladder: choose the ladder mode".into());
+                problems.push(said!(
+                    "A/B targets run as a ladder: choose the ladder mode",
+                    "A/B 目标按阶梯运行：请选择阶梯模式"
+                ));
             }
             if self.n_targets() > MAX_TARGETS {
-                problems.push(format!("an A/B plan holds at most {MAX_TARGETS} targets"));
+                problems.push(said!(
+                    "an A/B plan holds at most {MAX_TARGETS} targets",
+                    "A/B 计划最多 {MAX_TARGETS} 个目标",
+                ));
             }
             for (i, target) in self.targets.iter().enumerate() {
                 let label = Plan::target_label(i + 1);
                 if let Err(err) = normalize_base_url(&target.base_url) {
-                    problems.push(format!("target {label}: {err}"));
+                    let (en, zh) = (err.en, err.zh);
+                    problems.push(said!("target {label}: {en}", "目标 {label}：{zh}"));
                 }
                 if target.model.trim().is_empty() {
-                    problems.push(format!("target {label}: the model is empty"));
+                    problems.push(said!(
+                        "target {label}: the model is empty",
+                        "目标 {label}：模型为空"
+                    ));
                 }
             }
         }
         if !(1..=MAX_REPEAT).contains(&self.repeat) {
-            problems.push(format!("repeat the ladder 1 to {MAX_REPEAT} times"));
+            problems.push(said!(
+                "repeat the ladder 1 to {MAX_REPEAT} times",
+                "阶梯可重复 1 到 {MAX_REPEAT} 次",
+            ));
         } else if self.repeat > 1 && !matches!(self.load, LoadMode::Ladder { .. }) {
-            problems.push("only a ladder repeats: choose the ladder mode, or repeat 1".into());
+            problems.push(said!(
+                "only a ladder repeats: choose the ladder mode, or repeat 1",
+                "只有阶梯可以重复：请选择阶梯模式，或重复 1 次"
+            ));
         }
         if let Some(pct) = self.slo.error_rate_pct {
             if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
-                problems.push("the error-rate limit is a percentage between 0 and 100".into());
+                problems.push(said!(
+                    "the error-rate limit is a percentage between 0 and 100",
+                    "错误率上限是 0 到 100 之间的百分比"
+                ));
             }
         }
         if problems.is_empty() {
@@ -1054,16 +1128,20 @@ pub fn generated_prompt(n_tokens: u32) -> String {
 /// A base URL as typed, normalised: surrounding space and trailing slashes removed,
 /// and an endpoint path the user pasted by mistake removed. The `Ok` side carries
 /// notes that explain what was changed.
-pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> {
+pub fn normalize_base_url(input: &str) -> Result<(String, Vec<Said>), Said> {
     let mut url = input.trim().to_owned();
     let mut notes = Vec::new();
     if url.is_empty() {
-        return Err("the base URL is empty: e.g. http://127.0.0.1:8000/v1".into());
+        return Err(said!(
+            "the base URL is empty: e.g. http://127.0.0.1:8000/v1",
+            "接口地址为空：例如 http://127.0.0.1:8000/v1",
+        ));
     }
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-        return Err(format!(
-            "the base URL must start with http:// or https://, e.g. https://{url}"
+        return Err(said!(
+            "the base URL must start with http:// or https://, e.g. https://{url}",
+            "接口地址必须以 http:// 或 https:// 开头，例如 https://{url}",
         ));
     }
     let authority = url
@@ -1073,28 +1151,35 @@ pub fn normalize_base_url(input: &str) -> Result<(String, Vec<String>), String> 
         .unwrap_or_default();
     if authority.contains('@') {
         // Said without repeating them: the URL is shown, saved and shared.
-        return Err("the base URL holds credentials (user:password@host): remove them, and put a key in the API key field, which is never saved or shared".into());
+        return Err(said!(
+            "the base URL holds credentials (user:password@host): remove them, and put a key in the API key field, which is never saved or shared",
+            "接口地址里含有凭据（user:password@host）：请删除，并把密钥填在 API 密钥栏，那里的内容从不保存或分享",
+        ));
     }
     if url.contains('?') || url.contains('#') {
-        return Err("the base URL must not have a query (?) or fragment (#)".into());
+        return Err(said!(
+            "the base URL must not have a query (?) or fragment (#)",
+            "接口地址不能带查询（?）或片段（#）",
+        ));
     }
     while url.ends_with('/') {
         url.pop();
-        if !notes.iter().any(|n: &String| n.contains("trailing")) {
-            notes.push("removed the trailing slash".into());
+        if !notes.iter().any(|n: &Said| n.en.contains("trailing")) {
+            notes.push(said!("removed the trailing slash", "去掉了末尾的斜杠"));
         }
     }
     for suffix in ["/chat/completions", "/completions"] {
         if url.to_ascii_lowercase().ends_with(suffix) {
             url.truncate(url.len() - suffix.len());
-            notes.push(format!(
-                "removed {suffix} from the end: the base URL stops before the endpoint path, which tokenmeter adds"
+            notes.push(said!(
+                "removed {suffix} from the end: the base URL stops before the endpoint path, which tokenmeter adds",
+                "去掉了末尾的 {suffix}：接口地址止于接口路径之前，路径由 tokenmeter 添加",
             ));
             break;
         }
     }
     if url.split("://").nth(1).is_none_or(|rest| rest.is_empty()) {
-        return Err("the base URL has no host".into());
+        return Err(said!("the base URL has no host", "接口地址没有主机名"));
     }
     Ok((url, notes))
 }
@@ -1188,27 +1273,37 @@ pub fn is_secret_header(name: &str, value: &str) -> bool {
 
 /// Parses concurrency levels typed as `1,2,4,8,16` (commas and/or spaces): sorted,
 /// without duplicates.
-pub fn parse_levels(input: &str) -> Result<Vec<u32>, String> {
+pub fn parse_levels(input: &str) -> Result<Vec<u32>, Said> {
     let mut levels = Vec::new();
     for part in input
         .split([',', ' ', '\t', '，'])
         .filter(|p| !p.is_empty())
     {
-        let level: u32 = part
-            .parse()
-            .map_err(|_| format!("`{part}` is not a whole number: write levels like 1,2,4,8,16"))?;
+        let level: u32 = part.parse().map_err(|_| {
+            said!(
+                "`{part}` is not a whole number: write levels like 1,2,4,8,16",
+                "`{part}` 不是整数：档位请写成 1,2,4,8,16 这样",
+            )
+        })?;
         if level == 0 {
-            return Err("a concurrency level must be at least 1".into());
+            return Err(said!(
+                "a concurrency level must be at least 1",
+                "并发档位至少为 1"
+            ));
         }
         if level > 10_000 {
-            return Err(format!(
-                "{level} is more concurrency than a browser can drive"
+            return Err(said!(
+                "{level} is more concurrency than a browser can drive",
+                "{level} 超出了一个浏览器能驱动的并发",
             ));
         }
         levels.push(level);
     }
     if levels.is_empty() {
-        return Err("give at least one concurrency level, e.g. 1,2,4,8,16".into());
+        return Err(said!(
+            "give at least one concurrency level, e.g. 1,2,4,8,16",
+            "请至少给出一个并发档位，例如 1,2,4,8,16",
+        ));
     }
     Ok(crate::stats::sorted_unique(levels))
 }
@@ -1237,23 +1332,31 @@ pub struct ArticleConfig {
 pub struct Imported {
     pub plan: Plan,
     pub api_key: Option<String>,
-    pub notes: Vec<String>,
+    pub notes: Vec<Said>,
 }
 
 /// Reads the article's `config.json` or our own plan format.
-pub fn import_config(json: &str) -> Result<Imported, String> {
-    let value: Value =
-        serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
+pub fn import_config(json: &str) -> Result<Imported, Said> {
+    let value: Value = serde_json::from_str(json)
+        .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;
     let Value::Object(map) = &value else {
-        return Err("expected a JSON object like the article's config.json".into());
+        return Err(said!(
+            "expected a JSON object like the article's config.json",
+            "需要一个 JSON 对象，像文章中的 config.json 那样",
+        ));
     };
     if map.contains_key("schema") {
-        let mut plan: Plan = serde_json::from_str(json)
-            .map_err(|err| format!("this tokenmeter plan is not valid: {err}"))?;
+        let mut plan: Plan = serde_json::from_str(json).map_err(|err| {
+            said!(
+                "this tokenmeter plan is not valid: {err}",
+                "这个 tokenmeter 计划无效：{err}"
+            )
+        })?;
         if plan.schema > PLAN_SCHEMA {
-            return Err(format!(
-                "this plan was written by a newer tokenmeter (schema {}); this one reads up to {PLAN_SCHEMA}",
-                plan.schema
+            let schema = plan.schema;
+            return Err(said!(
+                "this plan was written by a newer tokenmeter (schema {schema}); this one reads up to {PLAN_SCHEMA}",
+                "这个计划由更新版本的 tokenmeter 写出（schema {schema}）；当前版本最多读取 {PLAN_SCHEMA}",
             ));
         }
         let (base_url, notes) = normalize_base_url(&plan.base_url)?;
@@ -1264,8 +1367,12 @@ pub fn import_config(json: &str) -> Result<Imported, String> {
             notes,
         });
     }
-    let config: ArticleConfig = serde_json::from_str(json)
-        .map_err(|err| format!("this is not the article's config.json format: {err}"))?;
+    let config: ArticleConfig = serde_json::from_str(json).map_err(|err| {
+        said!(
+            "this is not the article's config.json format: {err}",
+            "这不是文章中 config.json 的格式：{err}"
+        )
+    })?;
     let (base_url, notes) = normalize_base_url(&config.base_url)?;
     let levels = crate::stats::sorted_unique(config.concurrency_levels.iter().copied());
     let plan = Plan {

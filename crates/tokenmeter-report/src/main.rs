@@ -160,7 +160,13 @@ fn export_locust(text: &str, dir: &std::path::Path) -> Result<(), String> {
             imported.plan
         }
     };
-    plan.validate().map_err(|problems| problems.join("; "))?;
+    plan.validate().map_err(|problems| {
+        problems
+            .iter()
+            .map(|p| p.en.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
     fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     for (name, contents) in [
         (locust::FILE_NAME, locust::locustfile(&plan)?),

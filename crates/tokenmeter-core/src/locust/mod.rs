@@ -19,10 +19,11 @@ use serde_json::{json, Value};
 
 use crate::{
     condition::RunCondition,
-    error::RequestError,
+    error::{RequestError, Said},
     plan::{AuthStyle, Bodies, LoadMode, Plan},
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
+    said,
     stream::{request_body, ServerTimings, Usage},
 };
 
@@ -68,21 +69,23 @@ pub fn requirements() -> String {
 /// The plan as a locustfile (see the module docs), `Err` with what to do for a
 /// plan Locust cannot run as it is. The plan never holds the key, so neither does
 /// the file.
-pub fn locustfile(plan: &Plan) -> Result<String, String> {
+pub fn locustfile(plan: &Plan) -> Result<String, Said> {
     locustfile_from(TEMPLATE, plan)
 }
 
 /// [`locustfile`] from a `template` read elsewhere (the page fetches it): `Err`
 /// when it is not tokenmeter's template.
-pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
+pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
     if !template.contains(TEMPLATE_MARK) {
-        return Err(format!(
-            "./{TEMPLATE_FILE} is not tokenmeter's Locust template (the host answered with something else): publish every file of the build's dist/ folder beside the page"
+        return Err(said!(
+            "./{TEMPLATE_FILE} is not tokenmeter's Locust template (the host answered with something else): publish every file of the build's dist/ folder beside the page",
+            "./{TEMPLATE_FILE} 不是 tokenmeter 的 Locust 模板（托管方返回了别的内容）：请把构建的 dist/ 文件夹中的所有文件与页面放在一起发布",
         ));
     }
     if fnv1a(template.as_bytes()) != TEMPLATE_HASH {
-        return Err(format!(
-            "./{TEMPLATE_FILE} is from another build of tokenmeter than this page (a cache kept an old copy): publish the build's dist/ folder whole, and reload the page without its cache"
+        return Err(said!(
+            "./{TEMPLATE_FILE} is from another build of tokenmeter than this page (a cache kept an old copy): publish the build's dist/ folder whole, and reload the page without its cache",
+            "./{TEMPLATE_FILE} 来自与本页不同的 tokenmeter 构建（缓存保留了旧副本）：请完整发布构建的 dist/ 文件夹，并绕过缓存重新加载页面",
         ));
     }
     let stages = stages(plan)?;
@@ -126,15 +129,24 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, String> {
 /// The stages a plan runs: the warm-up (one request at a time), then each level.
 /// An SLO search decides its levels as it goes, which a load shape written
 /// beforehand cannot.
-fn stages(plan: &Plan) -> Result<Vec<Value>, String> {
+fn stages(plan: &Plan) -> Result<Vec<Value>, Said> {
     if let LoadMode::SloSearch { .. } = plan.load {
-        return Err("an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure".into());
+        return Err(said!(
+            "an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure",
+            "SLO 搜索只能在浏览器中运行：要在 Locust 上运行，请选择阶梯模式并给出要测的档位",
+        ));
     }
     if plan.lengths_vary() {
-        return Err("lengths drawn per request run in the browser only for now: to run on Locust, give every request the same max_tokens and prompt length".into());
+        return Err(said!(
+            "lengths drawn per request run in the browser only for now: to run on Locust, give every request the same max_tokens and prompt length",
+            "按请求抽取的长度目前只能在浏览器中运行：要在 Locust 上运行，请让每个请求使用相同的 max_tokens 和提示词长度",
+        ));
     }
     if !plan.targets.is_empty() {
-        return Err("an A/B plan runs in the browser only: to run on Locust, export each target's plan on its own".into());
+        return Err(said!(
+            "an A/B plan runs in the browser only: to run on Locust, export each target's plan on its own",
+            "A/B 计划只能在浏览器中运行：要在 Locust 上运行，请分别导出每个目标的计划",
+        ));
     }
     let mut stages = Vec::new();
     let mut stage = |mut value: Value| {
