@@ -105,6 +105,9 @@ test('an export whose code is missing says so, and the run stays', async () => {
   await app.waitForStatus('done');
   await app.byTestId('export-html').click();
   assert.match(await app.byTestId('export-error').textContent(), /could not fetch part of its code/);
+  await app.byTestId('lang-zh').click();
+  assert.match(await app.byTestId('export-error').textContent(), /页面无法获取它的一部分代码/, 'said again in Chinese');
+  await app.byTestId('lang-en').click();
   assert.equal((await app.resultsRows()).length, 2, 'the results are still there');
   await page.close();
 });
@@ -118,6 +121,9 @@ test('a finished view whose code is missing says so, and the run is kept', async
   await app.run();
   await app.waitForStatus('done');
   assert.match(await app.byTestId('results-missing').textContent(), /could not fetch part of its code/);
+  await app.byTestId('lang-zh').click();
+  assert.match(await app.byTestId('results-missing').textContent(), /页面无法获取它的一部分代码/, 'said again in Chinese');
+  await app.byTestId('lang-en').click();
   await app.waitForStoredRuns(1);
   assert.equal(await app.byTestId('history-row').count(), 1, 'the run is in history');
   await page.close();

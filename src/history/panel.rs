@@ -34,13 +34,14 @@ use crate::{
 #[component]
 pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
     let import_error = RwSignal::new(None::<String>);
+    let lang = crate::language::current();
     let import_text = RwSignal::new(String::new());
     // A tokenmeter run document, or a vLLM bench serve result (--save-detailed).
     let import_one = move |text: String| {
         leptos::task::spawn_local(async move {
             match import(text)
                 .await
-                .unwrap_or_else(|missing| Err(missing.to_string()))
+                .unwrap_or_else(|missing| Err(missing.said().text(lang.get_untracked()).to_owned()))
             {
                 Ok(document) => {
                     history.keep(Arc::new(document));
@@ -52,7 +53,6 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
         });
     };
     let on_import = move |_| import_one(import_text.get_untracked());
-    let lang = crate::language::current();
     view! {
         <section
             class="panel history"

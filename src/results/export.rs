@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    error::Lang,
+    error::{Lang, Said},
     render::{levels_csv, markdown, requests_csv},
     report::RunDocument,
 };
@@ -44,7 +44,7 @@ split_off! { exports:
 #[component]
 pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
     // Each button renders its file when clicked, from the one shared document.
-    let problem = RwSignal::new(None::<String>);
+    let problem = RwSignal::new(None::<Said>);
     let button = move |testid: &'static str,
                        text: Words,
                        suffix: &'static str,
@@ -62,7 +62,7 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
                             download(&name, mime, &file);
                         }
                         Err(missing) => {
-                            problem.try_set(Some(missing.to_string()));
+                            problem.try_set(Some(missing.said()));
                         }
                     }
                 });
@@ -78,7 +78,7 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
             {button("export-requests-csv", w("Requests CSV", "请求 CSV"), "-requests.csv", "text/csv", Export::RequestsCsv)}
             {button("export-md", w("Markdown", "Markdown"), ".md", "text/markdown", Export::Markdown)}
             {button("export-html", w("HTML report", "HTML 报告"), ".html", "text/html", Export::Html)}
-            {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p}</p> })}
+            {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p.text(lang.get()).to_owned()}</p> })}
         </div>
     }
 }

@@ -76,7 +76,9 @@ where
     F: Future<Output = Result<AnyView, PieceMissing>>,
 {
     fn missing(why: PieceMissing) -> AnyView {
-        view! { <p class="callout warn" data-testid="results-missing">{why.to_string()}</p> }
+        let lang = crate::language::current();
+        let said = why.said();
+        view! { <p class="callout warn" data-testid="results-missing">{move || said.text(lang.get()).to_owned()}</p> }
             .into_any()
     }
     if let Some(shown) = at_once(build()) {
