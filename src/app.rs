@@ -19,9 +19,11 @@ pub fn App() -> impl IntoView {
     let plan = Plan::default_for_simulator(DEFAULT_BASE_URL);
     let history = History::load();
     // A run the last page load did not see end: kept, saying it was interrupted.
-    if let Some(interrupted) = crate::run::take_interrupted() {
-        history.keep(std::sync::Arc::new(interrupted));
-    }
+    leptos::task::spawn_local(async move {
+        if let Some(interrupted) = crate::run::take_interrupted().await {
+            history.keep(std::sync::Arc::new(interrupted));
+        }
+    });
     let run = RunController::new(
         move |document| history.keep(std::sync::Arc::clone(document)),
         crate::results::finished_view_ready,

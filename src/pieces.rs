@@ -8,13 +8,20 @@
 //! | `live` | `results/mod.rs`: the live view | when the first run starts ([`when_run_starts`]) |
 //! | `finished` | `results/mod.rs`: a finished run's view | while a run goes, and before one is shown ([`ShowWhenReady`]) |
 //! | `keep` | here: a run as history stores it, an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
+//! | `read` | here: the engine's messages, the kept runs and an interrupted run read | when a worker starts ([`read_message`]), or when the page finds kept runs |
+//! | `plans` | `config/mod.rs`: the article's `config.json`, a plan file or a shared link read | on the first import, or when the page opens with a link |
 //! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
 //! | `imports` | `history/panel.rs`: other tools' results read | on the first import |
 //! | `locust` | `config/locust.rs`: the plan as a locustfile | on the first Locust export |
 //!
 //! A view's piece is declared where its code is (the split moves the function's
-//! body and all it alone reaches); the `keep` piece serves `run` and `history`
-//! both, so it is declared here, once.
+//! body and all it alone reaches); the `keep` and `read` pieces serve `run`,
+//! `worker` and `history`, so they are declared here, once.
+//!
+//! Reading a run document (its every field's deserializer, the largest code of the
+//! core's schema) is never needed by a first visit: nothing is kept yet and no run
+//! has started. The `read` piece holds every path to it on the page, so the main
+//! module carries none.
 
 use std::{future::Future, sync::Arc};
 
@@ -25,7 +32,7 @@ use tokenmeter_core::{
     report::{Environment, RunDocument, RunStatus},
 };
 
-use crate::PieceMissing;
+use crate::{protocol::FromWorker, PieceMissing};
 
 /// A run that did not finish, as far as it went: what its document is built from.
 pub struct Interrupted {
@@ -64,12 +71,37 @@ split_off! { keep, preload fetch_stored_copy:
     }
 }
 
-/// What a run needs ready as it starts: the `keep` piece, so that the run can be
-/// saved as it goes ([`at_once`]). Each function of a piece is readied on its own
+split_off! { read, preload fetch_read_message:
+    /// A message of the engine worker read (its JSON; see `worker`), or why it is
+    /// unreadable. The first message waits for the piece; the rest find it here.
+    pub fn read_message(text: String) -> Result<FromWorker, String> {
+        serde_json::from_str(&text).map_err(|err| err.to_string())
+    }
+}
+
+split_off! { read:
+    /// Run documents as kept (history's stored runs, an interrupted run), each
+    /// `None` where it is unreadable.
+    pub fn read_documents(jsons: Vec<String>) -> Vec<Option<RunDocument>> {
+        jsons
+            .iter()
+            .map(|json| RunDocument::from_json(json).ok())
+            .collect()
+    }
+}
+
+/// What a run needs ready as it starts: the `read` piece, to read the engine's
+/// messages, and the `keep` piece, so that the run can be saved as it goes
+/// ([`at_once`]). Each function of a piece is readied on its own
 /// (the module is fetched once).
 pub async fn when_run_starts() {
-    let _ = fetch_interrupted_document().await;
-    let _ = fetch_stored_copy().await;
+    // Together: the worker's first message waits for the `read` piece.
+    let _ = futures_util::future::join3(
+        fetch_read_message(),
+        fetch_interrupted_document(),
+        fetch_stored_copy(),
+    )
+    .await;
 }
 
 /// Fetches what showing a finished run needs: its view's code (a piece of the

@@ -148,12 +148,27 @@ impl Partial {
 }
 
 /// The run a previous page load was running when it ended, if any, as a
-/// cancelled run that says it was interrupted; it is taken out of storage.
-pub fn take_interrupted() -> Option<RunDocument> {
+/// cancelled run that says it was interrupted. It is taken out of storage at
+/// once (a run started meanwhile saves itself there) and read with the `read`
+/// piece; if that cannot be fetched, it goes back for the next load.
+pub async fn take_interrupted() -> Option<RunDocument> {
     let storage = crate::local_storage()?;
     let json = storage.get_item(IN_PROGRESS_STORAGE).ok().flatten()?;
     let _ = storage.remove_item(IN_PROGRESS_STORAGE);
-    RunDocument::from_json(&json).ok()
+    match pieces::read_documents(vec![json.clone()]).await {
+        Ok(documents) => documents.into_iter().next().flatten(),
+        Err(_) => {
+            if storage
+                .get_item(IN_PROGRESS_STORAGE)
+                .ok()
+                .flatten()
+                .is_none()
+            {
+                let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
+            }
+            None
+        }
+    }
 }
 
 /// The current run, and the worker behind it.

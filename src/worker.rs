@@ -169,20 +169,35 @@ impl EngineWorker {
                 "测量引擎 worker 未能启动：{err:?}"
             )
         })?;
+        // Messages are read in the order they came, by one task: reading needs the
+        // `read` piece (see `pieces`), which the first message may wait for. The
+        // task ends when this worker's handler is dropped (the worker replaced).
+        let (texts, mut to_read) = futures_channel::mpsc::unbounded::<String>();
         let handle = *self;
+        wasm_bindgen_futures::spawn_local(async move {
+            use futures_util::StreamExt;
+            while let Some(text) = to_read.next().await {
+                let read = crate::pieces::read_message(text).await;
+                // A worker broken (and replaced) meanwhile: what it said is past.
+                if !handle.is_current(generation) {
+                    return;
+                }
+                match read {
+                    Ok(Ok(FromWorker::Ready)) => handle.ready(),
+                    Ok(Ok(message)) => handle.emit(WorkerEvent::Message(message)),
+                    Err(missing) => handle.broke(missing.said()),
+                    // A worker from another build (a stale cached copy) speaks another
+                    // protocol: start afresh rather than guess.
+                    Ok(Err(err)) => handle.broke(said!(
+                        "unreadable message from the engine: {err}",
+                        "无法读取测量引擎发来的消息：{err}"
+                    )),
+                }
+            }
+        });
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            let Some(text) = event.data().as_string() else {
-                return;
-            };
-            match serde_json::from_str::<FromWorker>(&text) {
-                Ok(FromWorker::Ready) => handle.ready(),
-                Ok(message) => handle.emit(WorkerEvent::Message(message)),
-                // A worker from another build (a stale cached copy) speaks another
-                // protocol: start afresh rather than guess.
-                Err(err) => handle.broke(said!(
-                    "unreadable message from the engine: {err}",
-                    "无法读取测量引擎发来的消息：{err}"
-                )),
+            if let Some(text) = event.data().as_string() {
+                let _ = texts.unbounded_send(text);
             }
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -229,6 +244,18 @@ impl EngineWorker {
             _on_message: on_message,
             _on_error: on_error,
         })
+    }
+
+    /// Whether the worker there is is the one of this start.
+    fn is_current(&self, generation: u64) -> bool {
+        self.state
+            .try_with_value(|s| match s {
+                WorkerState::Loading { started, .. } | WorkerState::Ready(started) => {
+                    started.generation == generation
+                }
+                WorkerState::None => false,
+            })
+            .unwrap_or(false)
     }
 
     /// The worker listens: send what waited.

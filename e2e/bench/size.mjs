@@ -21,9 +21,9 @@ const dist = process.env.TOKENMETER_DIST;
 // `split_engine.wasm`, is fetched by the worker when the first run starts.
 const isOnDemand = (f) => f === 'locustfile.template.py' || /-split\/(split|chunk)_\w+\.wasm$/.test(f);
 // What a first run adds: the engine's piece (in the worker), the live and the finished view's,
-// the code that writes a run for history (and saves an unfinished one as it goes)
-// and at most every chunk (code that pieces share).
-const isRunPiece = (f) => /-split\/(split_(engine|live|finished|keep)|chunk_\d+)\.wasm$/.test(f);
+// the code that writes a run for history (and saves an unfinished one as it goes), the
+// code that reads the engine's messages and at most every chunk (code that pieces share).
+const isRunPiece = (f) => /-split\/(split_(engine|live|finished|keep|read)|chunk_\d+)\.wasm$/.test(f);
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const files = readdirSync(dist, { recursive: true })
@@ -42,7 +42,7 @@ const sum = (keep) =>
 const first = sum((f) => !isOnDemand(f));
 console.log(`${'first load (all but on demand)'.padEnd(56)} ${kib(first.raw).padStart(11)} ${kib(first.gz).padStart(11)}`);
 const firstRun = sum((f) => !isOnDemand(f) || isRunPiece(f));
-console.log(`${'with a first run (+ engine, live, finished, chunks)'.padEnd(56)} ${kib(firstRun.raw).padStart(11)} ${kib(firstRun.gz).padStart(11)}`);
+console.log(`${'with a first run (+ engine, live, finished, keep, read, chunks)'.padEnd(56)} ${kib(firstRun.raw).padStart(11)} ${kib(firstRun.gz).padStart(11)}`);
 
 const site = await serveStatic(dist, '/');
 const browser = await launchBare();

@@ -16,11 +16,19 @@ export class AppPage {
     return this.page.locator(`[data-testid="${id}"]`);
   }
 
-  /** Opens the page and waits for the wasm app to mount and read its history. */
+  /**
+   * Opens the page and waits for the wasm app to mount and read its history, and,
+   * for a link to a plan (`#plan=`), for the plan to be read into the form or refused.
+   */
   async open(url) {
     await this.page.goto(url);
     await this.byTestId('app-title').waitFor({ timeout: 30_000 });
     await this.historyReady();
+    if (url.includes('#plan=')) {
+      await this.page
+        .locator('[data-testid="config-panel"]:is([data-plan-link="read"], [data-plan-link="refused"])')
+        .waitFor({ timeout: 30_000 });
+    }
   }
 
   /** Reloads the page, as `open` does. */

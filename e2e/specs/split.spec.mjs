@@ -1,8 +1,10 @@
 // The page as `cargo xtask` builds it is split (xtask/src/split.rs): a first visit
 // downloads the main module only; the engine's code is fetched by the worker when a
-// run starts, and never by the page; the live view's and the code that builds an
-// unfinished run's document (to save it as it goes) when a run starts, the finished
-// view's while it goes; an export's or an import's code on first use.
+// run starts, and never by the page; the live view's, the code that builds an
+// unfinished run's document (to save it as it goes) and the code that reads the
+// engine's messages when a run starts, the finished view's while it goes; an
+// export's or an import's code on first use; the readers of kept runs when there are
+// some, and of a plan when a link or a config.json is opened.
 // A host that lacks a piece makes the page say what to publish, and loses nothing.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -38,7 +40,7 @@ const pieces = (requests) =>
 const plan = { levels: '1,2', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 };
 const VLLM_RESULT = new URL('../../crates/tokenmeter-core/tests/fixtures/vllm-detailed.json', import.meta.url);
 
-test('a first visit fetches no piece; a run fetches the engine (in the worker only), the live and the finished view, the saver; an export and an import their own', async () => {
+test('a first visit fetches no piece; a run fetches the engine (in the worker only), the live and the finished view, the saver, the reader; an export and an import their own', async () => {
   const site = await serve();
   const page = await browser.newPage();
   const app = new AppPage(page);
@@ -53,20 +55,59 @@ test('a first visit fetches no piece; a run fetches the engine (in the worker on
   await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
   await app.run();
   await app.waitForStatus('done');
-  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'keep', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'finished', 'keep', 'live', 'read']);
   assert.equal((await app.resultsRows()).length, 2, 'the finished view is shown as the status says done');
   const pageFetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
   assert.ok(!pageFetched.some((name) => name.includes('split_engine')), 'the worker fetched it, not the page');
 
   const [download] = await Promise.all([page.waitForEvent('download'), app.byTestId('export-md').click()]);
   assert.match(readFileSync(await download.path(), 'utf8'), /^# /);
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'keep', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'keep', 'live', 'read']);
 
   await app.byTestId('history').locator('details summary').click();
   await app.fill('history-import-text', 'not a run');
   await app.byTestId('history-import').click();
   await app.byTestId('history-import-error').waitFor();
-  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'keep', 'live']);
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'keep', 'live', 'read']);
+
+  // The next visit finds a kept run: it fetches the reader of kept runs, nothing else.
+  await app.byTestId('share-link').click();
+  const link = await app.byTestId('share-url').inputValue();
+  const before = site.requests.length;
+  await app.reload();
+  assert.deepEqual(pieces(site.requests.slice(before)), ['read']);
+  assert.equal(await app.byTestId('history-row').count(), 1, 'the kept run is listed');
+
+  // A link to a plan fetches the plan's readers, and the plan is in the form.
+  const linked = site.requests.length;
+  await page.goto('about:blank');
+  const [page_url, json] = link.split('#plan=');
+  const shared = JSON.parse(decodeURIComponent(json));
+  shared.max_tokens = 5;
+  await app.open(`${page_url}#plan=${encodeURIComponent(JSON.stringify(shared))}`);
+  assert.deepEqual(pieces(site.requests.slice(linked)), ['plans', 'read']);
+  assert.equal(await app.byTestId('max-tokens').inputValue(), '5');
+  await page.close();
+});
+
+test('a host without the readers: a run and a link say what to publish', async () => {
+  const site = await serve(['split_read.wasm', 'split_plans.wasm']);
+  const page = await browser.newPage();
+  const app = new AppPage(page);
+  await app.open(site.url);
+  await app.fillPlan({ 'base-url': sim.baseUrl, ...plan });
+  // The engine's first message cannot be read: the run does not start, and says why.
+  await app.run();
+  await app.waitForStatus('idle', 40_000);
+  assert.match(await app.byTestId('plan-error').textContent(), /could not fetch part of its code/);
+
+  await app.byTestId('share-link').click();
+  const link = await app.byTestId('share-url').inputValue();
+  await page.goto('about:blank');
+  await app.open(link);
+  assert.equal(await app.byTestId('config-panel').getAttribute('data-plan-link'), 'refused');
+  await app.byTestId('import').locator('summary').click();
+  assert.match(await app.byTestId('import-error').textContent(), /could not fetch part of its code/);
   await page.close();
 });
 

@@ -25,7 +25,10 @@ use tokenmeter_core::{
     browser::{self, Engine, HTTP1_CONNECTIONS_PER_HOST},
     draft::PlanDraft,
     error::{Lang, Said},
-    plan::{import_config, is_mixed_content, normalize_base_url, parse_levels, Plan, PromptMode},
+    plan::{
+        import_config, is_mixed_content, normalize_base_url, parse_levels, Imported, Plan,
+        PromptMode,
+    },
     said,
 };
 
@@ -68,6 +71,15 @@ const PROMPT_MODES: &[(PromptMode, &str, Words)] = &[
     ),
 ];
 
+split_off! { plans:
+    /// The article's `config.json`, a plan file or a shared link's plan, read: a
+    /// split build fetches the readers (the plan's every field) when the first is
+    /// opened, so a first visit without a link does without them.
+    fn read_config(json: String) -> Result<Imported, Said> {
+        import_config(&json)
+    }
+}
+
 #[component]
 pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let draft = DraftSignals::new(PlanDraft::from_plan(&plan));
@@ -77,33 +89,50 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let base = StoredValue::new(plan);
     let import_notes = RwSignal::new(Vec::<Said>::new());
     let import_error = RwSignal::new(None::<Said>);
-    let apply_import = Callback::new(move |json: String| match import_config(&json) {
-        Ok(imported) => {
-            draft.fill(&imported.plan);
-            base.set_value(imported.plan);
-            let mut notes = imported.notes;
-            if let Some(api_key) = imported.api_key {
-                key.set(api_key);
-                notes.push(said!(
-                    "the file's api_key is in the key field, in this page's memory only",
-                    "文件中的 api_key 已填入密钥栏，只保存在本页内存中",
-                ));
+    let lang = language::current();
+    // A configuration read and put in the form; whether it was.
+    let apply = move |json: String| async move {
+        let problem = match read_config(json).await {
+            Ok(Ok(imported)) => {
+                draft.fill(&imported.plan);
+                base.set_value(imported.plan);
+                let mut notes = imported.notes;
+                if let Some(api_key) = imported.api_key {
+                    key.set(api_key);
+                    notes.push(said!(
+                        "the file's api_key is in the key field, in this page's memory only",
+                        "文件中的 api_key 已填入密钥栏，只保存在本页内存中",
+                    ));
+                }
+                import_notes.set(notes);
+                import_error.set(None);
+                return true;
             }
-            import_notes.set(notes);
-            import_error.set(None);
-        }
-        Err(problem) => {
-            import_notes.set(Vec::new());
-            import_error.set(Some(problem));
-        }
+            Ok(Err(problem)) => problem,
+            Err(missing) => missing.said(),
+        };
+        import_notes.set(Vec::new());
+        import_error.set(Some(problem));
+        false
+    };
+    let apply_import = Callback::new(move |json: String| {
+        leptos::task::spawn_local(async move {
+            apply(json).await;
+        });
     });
+    // A shared link's plan is read as the page opens (its readers fetched first):
+    // `data-plan-link` says when it is in the form, for scripts that open links.
+    let plan_link = RwSignal::new(None::<&'static str>);
     if let Some(json) = share::plan_from_location() {
-        apply_import.run(json);
+        plan_link.set(Some("reading"));
+        leptos::task::spawn_local(async move {
+            let read = apply(json).await;
+            plan_link.set(Some(if read { "read" } else { "refused" }));
+        });
     }
     // After the link: a remembered key fills the field, bound to its own endpoint.
     let key_state = key::use_remembered_key(key, draft.base_url);
     let running = Signal::derive(move || run.is_running());
-    let lang = language::current();
     let on_run = move |_| match draft.plan(&base.get_value()) {
         Ok(plan) => match key_state.key_for(&plan.base_url) {
             Ok(key) => {
@@ -118,7 +147,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     };
 
     view! {
-        <section class="panel config" data-testid="config-panel" aria-labelledby="config-title">
+        <section class="panel config" data-testid="config-panel" data-plan-link=move || plan_link.get() aria-labelledby="config-title">
             <h2 id="config-title">{words(w("Plan", "测试计划"))}</h2>
             <Field label=w("Base URL", "接口地址（Base URL）") testid="base-url" value=draft.base_url kind="url" disabled=running>
                 <BaseUrlCheck base_url=draft.base_url/>

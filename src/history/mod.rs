@@ -27,7 +27,7 @@ use futures_util::StreamExt;
 use leptos::prelude::*;
 use tokenmeter_core::{chart::MAX_COMPARED, error::Said, report::RunDocument, said};
 
-use crate::pieces::stored_copy;
+use crate::pieces::{read_documents, stored_copy};
 
 pub use compare::comparison;
 pub use panel::HistoryPanel;
@@ -131,10 +131,20 @@ impl History {
     /// their order), and leave local storage once all are there.
     async fn move_legacy_runs(&self, store: &RunStore) {
         let legacy = store::legacy_runs();
+        if legacy.is_empty() {
+            return;
+        }
+        let documents = match read_documents(legacy.clone()).await {
+            Ok(documents) => documents,
+            Err(missing) => {
+                self.storage_note.set(Some(missing.said()));
+                return;
+            }
+        };
         let now = js_sys::Date::now();
         let mut moved = true;
-        for (age, json) in legacy.iter().enumerate() {
-            let Ok(document) = RunDocument::from_json(json) else {
+        for (age, (json, document)) in legacy.iter().zip(documents).enumerate() {
+            let Some(document) = document else {
                 continue;
             };
             if let Err(error) = store.put(&document.run_id, now - age as f64, json).await {
@@ -146,7 +156,7 @@ impl History {
                 break;
             }
         }
-        if moved && !legacy.is_empty() {
+        if moved {
             store::forget_legacy();
         }
     }
@@ -156,11 +166,20 @@ impl History {
     async fn add_stored(&self, rows: Vec<store::StoredRun>, store: &RunStore) {
         let keys: Vec<f64> = rows.iter().map(|r| -r.kept_at).collect();
         let rows = tokenmeter_core::stats::reorder(rows, &tokenmeter_core::stats::order_by(&keys));
-        let stored: Vec<Arc<RunDocument>> = rows
-            .iter()
-            .filter_map(|row| RunDocument::from_json(&row.json).ok())
-            .map(Arc::new)
-            .collect();
+        // A first visit has nothing kept: the readers are not fetched for nothing.
+        let jsons: Vec<String> = rows.into_iter().map(|row| row.json).collect();
+        let read = if jsons.is_empty() {
+            Ok(Vec::new())
+        } else {
+            read_documents(jsons).await
+        };
+        let stored: Vec<Arc<RunDocument>> = match read {
+            Ok(documents) => documents.into_iter().flatten().map(Arc::new).collect(),
+            Err(missing) => {
+                self.storage_note.set(Some(missing.said()));
+                return;
+            }
+        };
         let mut dropped = Vec::new();
         self.runs.update(|runs| {
             for document in stored {
