@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startSim } from '../lib/sim.mjs';
 import { useSuite } from '../lib/suite.mjs';
 import { AppPage } from '../pages/app.mjs';
+import { screenshotPath } from '../lib/browser.mjs';
 
 const suite = useSuite(null);
 const sims = [];
@@ -73,5 +74,38 @@ test('a generated prompt of a length drawn per request', async () => {
   const prompts = doc.records.map((r) => truth.get(r.response_id).prompt_tokens);
   assert.ok(new Set(prompts).size > 6, `prompt lengths vary: ${prompts.join()}`);
   assert.ok(prompts.every((n) => n >= 90 && n <= 1100), prompts.join());
+  await page.close();
+});
+
+test('input tokens, their cached share and what 1,000 more cost before the first token, with the chart', async () => {
+  // The simulator's prefill: 25 ms a request and 0.1 ms per prompt token it computes.
+  const { app, page, doc, truth } = await run([], async (app) => {
+    await app.fillPlan({ levels: '1', 'requests-per-level': 12, 'max-tokens': 4 });
+    await app.fill('prompt-tokens', 1000);
+    await app.byTestId('input-lengths').selectOption('uniform');
+    await app.fillPlan({ 'input-lengths-min': 200, 'input-lengths-max': 2000 });
+  });
+  const prompts = doc.records.map((r) => truth.get(r.response_id).prompt_tokens);
+  const mean = prompts.reduce((a, b) => a + b, 0) / prompts.length;
+  const [level] = doc.levels;
+  assert.ok(Math.abs(level.input_tokens.mean - mean) < 1e-6, `${level.input_tokens.mean} against ${mean}`);
+  assert.equal(level.cached_input_pct, 0, 'each prompt its own: nothing cached');
+  const slope = level.ttft_ms_per_1k_input;
+  assert.ok(slope > 80 && slope < 120, `TTFT per 1,000 input tokens ${slope} ms, the simulator's 100`);
+
+  // Cells are in the page whether their columns are shown or not.
+  const [row] = await app.resultsRows();
+  assert.ok(Math.abs(Number(row.input_tokens_mean) - mean) <= 0.5, `${row.input_tokens_mean} against ${mean}`);
+  assert.equal(row.cached_input, '0.0%');
+  assert.ok(Math.abs(Number(row.ttft_per_1k_input) - slope) <= 0.051, `${row.ttft_per_1k_input} against ${slope}`);
+  const chart = app.byTestId('chart-ttft-input');
+  assert.equal(await chart.count(), 1);
+  const fit = chart.locator('[data-testid="ttft-input-level"]');
+  assert.equal(await fit.getAttribute('data-concurrency'), '1');
+  assert.equal(await fit.getAttribute('data-points'), '12');
+  assert.ok(Math.abs(Number(await fit.getAttribute('data-ms-per-1k')) - slope) < 1e-3);
+  await chart.screenshot({ path: screenshotPath('ttft-by-input.png') });
+  await app.byTestId('lang-zh').click();
+  assert.match(await chart.locator('title').first().textContent(), /每 1000 个输入 token TTFT 变化/);
   await page.close();
 });

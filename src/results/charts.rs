@@ -125,6 +125,10 @@ pub fn DetailCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl In
         let document = document.clone();
         move || chart::cdf(&document, screen.look(lang.get()))
     };
+    let by_input = {
+        let document = document.clone();
+        move || chart::ttft_by_input(&document, screen.look(lang.get()))
+    };
     let timeline = {
         let document = document.clone();
         move || chart::timeline(&document, chosen.get(), screen.look(lang.get()))
@@ -137,6 +141,7 @@ pub fn DetailCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl In
         <div class="charts detail-charts" data-testid="detail-charts">
             {move || figure(over_time())}
             {move || figure(cdf())}
+            {move || figure(by_input())}
             {(has_records && !levels.is_empty()).then(|| view! {
                 <label class="timeline-choice">
                     {move || if lang.get() == Lang::Zh { "时间线显示的档位：" } else { "Timeline of the level at concurrency " }}

@@ -368,6 +368,15 @@ pub const COLUMNS: &[Column] = &[
         .csv("protocols"),
     text("protocol", words("HTTP", "HTTP"), words("The protocol the browser spoke (Resource Timing)", "浏览器使用的协议（Resource Timing）"), |s, _| protocols(s)),
     text("tokens", words("tokens", "token 来源"), words("Where N_out came from: the server's usage, or counted chunks", "N_out 的来源：服务端的 usage，或计数的分块"), token_source),
+    plain("input_tokens_mean", words("input tokens", "输入 token"), words("Input tokens of a successful request as the server counted them (usage.prompt_tokens), mean", "服务端计数的成功请求输入 token 数（usage.prompt_tokens）的均值"), 0, |s| mean(s.input_tokens))
+        .csv("input_tokens_mean"),
+    plain("cached_input", words("cached input", "缓存输入"), words("Share of the input tokens the server read from its prompt cache (usage.prompt_tokens_details.cached_tokens, or llama.cpp's timings): a high share is a cache hit, not prefill", "服务端从提示词缓存读取的输入 token 占比（usage.prompt_tokens_details.cached_tokens，或 llama.cpp 的 timings）：占比高说明命中缓存，而非真正的 prefill"), 1, |s| s.cached_input_pct)
+        .percent()
+        .csv("cached_input_pct"),
+    plain("output_tokens_mean", words("output tokens", "输出 token"), words("Output tokens of a successful request, mean: the lengths actually produced", "成功请求输出 token 数的均值：实际生成的长度"), 0, |s| mean(s.output_tokens))
+        .csv("output_tokens_mean"),
+    ms("ttft_per_1k_input", words("TTFT per 1k input", "每千输入 token 的 TTFT"), words("How much TTFT grew per 1,000 input tokens the server computed (cached ones left out): the slope over this level's requests when their input lengths vary; at a level without queueing, the prefill cost", "服务端每多计算 1000 个输入 token（不含缓存命中的）TTFT 增加多少：输入长度有变化时，对本档请求拟合的斜率；在没有排队的档位上即 prefill 成本"), |s| s.ttft_ms_per_1k_input)
+        .csv("ttft_ms_per_1k_input"),
     plain("ttft_p95_spread", words("TTFT p95 spread", "TTFT p95 波动"), words("How much p95 TTFT differed between the passes of a repeated ladder: (max − min) / mean", "重复阶梯各轮之间 p95 TTFT 的差异：(最大 − 最小) / 均值"), 1, |s| s.spread_pct(|p| p.ttft_p95_ms))
         .percent()
         .shown()
@@ -519,11 +528,11 @@ mod tests {
     }
 
     #[test]
-    fn the_csv_keeps_its_header() {
+    fn the_csv_keeps_its_header_and_grows_at_its_end() {
         let (header, rows) = csv_table(&[level()]);
         assert_eq!(
             header.join(","),
-            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols"
+            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols,input_tokens_mean,cached_input_pct,output_tokens_mean,ttft_ms_per_1k_input"
         );
         assert_eq!(rows[0].len(), header.len());
         assert_eq!(rows[0][0], "4");
@@ -597,7 +606,7 @@ mod tests {
             reasoning: true,
             repeated: true,
         };
-        assert_eq!(page_columns(all).count(), 21);
+        assert_eq!(page_columns(all).count(), 25);
         assert!(page_columns(TableKinds::default()).all(|c| c.id != "ttfat_p50"));
     }
 

@@ -64,6 +64,9 @@ pub enum Finding {
         ttft_ms: f64,
         tpot_ms: f64,
         prompt_tokens: Option<f64>,
+        /// TTFT's growth per 1,000 computed input tokens at that level, where
+        /// input lengths varied ([`Summary::ttft_ms_per_1k_input`]).
+        ms_per_1k_input: Option<f64>,
     },
     /// TPOT p50 rose at every step, `from_ms` → `to_ms`; per-request speed fell while
     /// the total grew (when `batching` holds those figures).
@@ -168,8 +171,14 @@ impl Finding {
                     (false, false) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 did not grow ({p50_growth:.1}×): queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
                 }
             }
-            Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens } => {
-                let prompt = prompt_tokens.map(|n| if zh { format!("（提示约 {n:.0} 个 token）") } else { format!(" (prompts of about {n:.0} tokens)") }).unwrap_or_default();
+            Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens, ms_per_1k_input } => {
+                let prompt = match (prompt_tokens, ms_per_1k_input) {
+                    (Some(n), Some(slope)) if zh => format!("（提示约 {n:.0} 个 token，每多 1000 个输入 token 首 token 晚 {slope:.0} 毫秒）"),
+                    (Some(n), Some(slope)) => format!(" (prompts of about {n:.0} tokens; each 1,000 more input tokens delayed the first token by {slope:.0} ms)"),
+                    (Some(n), None) if zh => format!("（提示约 {n:.0} 个 token）"),
+                    (Some(n), None) => format!(" (prompts of about {n:.0} tokens)"),
+                    (None, _) => String::new(),
+                };
                 if zh {
                     format!("并发 {concurrency} 时没有排队，首 token 仍要 {ttft_ms:.0} 毫秒{prompt}，是 TPOT（{tpot_ms:.1} 毫秒）的 {:.0} 倍：时间花在预填充（以及网络）上。方向：缩短输入、前缀缓存、更快的预填充。", ttft_ms / tpot_ms)
                 } else {
@@ -350,20 +359,12 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
             p50_ms(lo, |s| s.tpot_ms),
         ) {
             if ttft >= PREFILL_MS.max(PREFILL_TPOTS * tpot) {
-                let prompts: Vec<f64> = document
-                    .records
-                    .iter()
-                    .filter(|r| !r.warmup && r.concurrency == from && r.is_ok())
-                    .filter_map(|r| r.usage.as_ref()?.prompt_tokens)
-                    .map(|n| n as f64)
-                    .collect();
-                let prompt_tokens = (!prompts.is_empty())
-                    .then(|| prompts.iter().sum::<f64>() / prompts.len() as f64);
                 findings.push(Finding::Prefill {
                     concurrency: from,
                     ttft_ms: ttft,
                     tpot_ms: tpot,
-                    prompt_tokens,
+                    prompt_tokens: lo.input_tokens.map(|d| d.mean),
+                    ms_per_1k_input: lo.ttft_ms_per_1k_input,
                 });
             }
         }
@@ -674,6 +675,30 @@ mod tests {
                 .iter()
                 .any(|f| f.cause() == Cause::NetworkOrGateway));
         }
+    }
+
+    #[test]
+    fn prefill_says_what_each_thousand_input_tokens_cost_where_lengths_varied() {
+        // A first token of 1.5 s at concurrency 1 over 18 ms TPOT: prefill.
+        let mut doc = empty();
+        doc.levels = vec![level(1, 8, 0, (1500.0, 1600.0), (18.3, 22.1), 54.6, 436.8)];
+        let said = |doc: &RunDocument, lang| {
+            let findings = diagnose(doc);
+            let f = findings
+                .iter()
+                .find(|f| f.cause() == Cause::Prefill)
+                .unwrap();
+            f.text(lang)
+        };
+        assert!(
+            !said(&doc, Lang::En).contains("prompts of about"),
+            "no input said, none claimed"
+        );
+        doc.levels[0].input_tokens = Some(dist(2000.0, 3000.0, 8));
+        assert!(said(&doc, Lang::En).contains("(prompts of about 2000 tokens)"));
+        doc.levels[0].ttft_ms_per_1k_input = Some(190.0);
+        assert!(said(&doc, Lang::En).contains("(prompts of about 2000 tokens; each 1,000 more input tokens delayed the first token by 190 ms)"));
+        assert!(said(&doc, Lang::Zh).contains("每多 1000 个输入 token 首 token 晚 190 毫秒"));
     }
 
     #[test]

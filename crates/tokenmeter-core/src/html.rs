@@ -111,6 +111,7 @@ impl RunDocument {
         write_chart(&mut out, lang, |look| chart::throughput(self, look));
         write_chart(&mut out, lang, |look| chart::over_time(self, look));
         write_chart(&mut out, lang, |look| chart::cdf(self, look));
+        write_chart(&mut out, lang, |look| chart::ttft_by_input(self, look));
         if let Some(level) = Headline::of(self).map(|h| h.concurrency) {
             write_chart(&mut out, lang, |look| chart::timeline(self, level, look));
         }

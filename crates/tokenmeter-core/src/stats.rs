@@ -197,8 +197,43 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// The least-squares slope of `y` over `x` through `points` (`(x, y)`); `None`
+/// for fewer than two points or when every `x` is the same. Centred sums, so
+/// large offsets (thousands of tokens, seconds) lose no precision.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(sx, sy), &(x, y)| (sx + x / n, sy + y / n));
+    let (sxy, sxx) = points.iter().fold((0.0, 0.0), |(sxy, sxx), &(x, y)| {
+        (sxy + (x - mx) * (y - my), sxx + (x - mx) * (x - mx))
+    });
+    (sxx > 0.0).then(|| sxy / sxx).filter(|s| s.is_finite())
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn slope_of_a_line_with_noise_and_of_nothing() {
+        use super::slope;
+        // y = 3 + 0.25 x, around x = 10,000 (input tokens), with ±1 noise that cancels.
+        let points: Vec<(f64, f64)> = (0..100)
+            .map(|i| {
+                let x = 10_000.0 + f64::from(i) * 10.0;
+                let noise = if i % 2 == 0 { 1.0 } else { -1.0 };
+                (x, 3.0 + 0.25 * x + noise)
+            })
+            .collect();
+        let s = slope(&points).unwrap();
+        assert!((s - 0.25).abs() < 1e-3, "{s}");
+        assert_eq!(slope(&[(1.0, 2.0)]), None);
+        assert_eq!(slope(&[(5.0, 1.0), (5.0, 9.0)]), None, "no spread in x");
+        assert_eq!(slope(&[]), None);
+    }
 
     /// A spread of values: negatives, both zeros, infinities, subnormals, repeats.
     fn awkward_floats() -> Vec<f64> {

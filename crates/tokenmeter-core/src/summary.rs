@@ -39,6 +39,10 @@ struct OkRow {
     n_out: u64,
     decode_tps: Option<f64>,
     article_tps: Option<f64>,
+    /// Input tokens as the server counted them (`usage.prompt_tokens`).
+    input_tokens: Option<u64>,
+    /// Of those, read from the server's prompt cache, where it said.
+    cached_tokens: Option<u64>,
 }
 
 /// A mergeable accumulator of request records.
@@ -224,6 +228,8 @@ impl LevelStats {
             n_out,
             decode_tps: record.decode_tps(),
             article_tps: record.article_tps(),
+            input_tokens: record.usage.as_ref().and_then(|u| u.prompt_tokens),
+            cached_tokens: record.cached_prompt_tokens(),
         });
         self.itl_us.extend(record.itls_us());
         if record.stopped_early() {
@@ -337,6 +343,9 @@ impl LevelStats {
             n_hidden_reasoning: self.hidden_reasoning,
             n_timing_hidden: self.n_timing_hidden,
             output_tokens: Distribution::of(&collect(&|r| Some(r.n_out as f64))),
+            input_tokens: Distribution::of(&collect(&|r| r.input_tokens.map(|n| n as f64))),
+            cached_input_pct: cached_input_pct(&self.rows),
+            ttft_ms_per_1k_input: ttft_per_input(&self.rows),
             early: self.early,
             // Said only where some stream came in bursts (the document stays lean).
             bursts: if self.bursts.is_empty() {
@@ -356,6 +365,47 @@ impl LevelStats {
             repetitions: Vec::new(),
         }
     }
+}
+
+/// The fewest requests with input tokens a level's TTFT-per-input slope is fitted
+/// to, and the least range of their (uncached) input lengths: below either, the
+/// slope is noise.
+pub const PREFILL_MIN_REQUESTS: usize = 8;
+/// See [`PREFILL_MIN_REQUESTS`].
+pub const PREFILL_MIN_RANGE_TOKENS: u64 = 64;
+
+fn cached_input_pct(rows: &[OkRow]) -> Option<f64> {
+    let (input, cached) = rows
+        .iter()
+        .filter_map(|r| Some((r.input_tokens?, r.cached_tokens?)))
+        .fold((0u64, 0u64), |(i, c), (input, cached)| {
+            (i.saturating_add(input), c.saturating_add(cached.min(input)))
+        });
+    (input > 0).then(|| cached as f64 / input as f64 * 100.0)
+}
+
+/// TTFT (ms) per 1,000 computed input tokens: the least-squares slope of TTFT
+/// over input tokens less cached ones, where lengths vary enough.
+fn ttft_per_input(rows: &[OkRow]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| {
+            let computed = r.input_tokens?.saturating_sub(r.cached_tokens.unwrap_or(0));
+            Some((computed as f64, r.ttft_us as f64 / US_PER_MS))
+        })
+        .collect();
+    if points.len() < PREFILL_MIN_REQUESTS {
+        return None;
+    }
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(x, _)| {
+            (lo.min(x), hi.max(x))
+        });
+    if hi - lo < PREFILL_MIN_RANGE_TOKENS as f64 {
+        return None;
+    }
+    crate::stats::slope(&points).map(|ms_per_token| ms_per_token * 1000.0)
 }
 
 /// A successful request's TTFT split into browser wait and TTFT after sending, as
@@ -511,6 +561,21 @@ pub struct Summary {
     /// Output tokens of each successful request: the lengths actually produced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<Distribution>,
+    /// Input tokens of each successful request, as the server counted them
+    /// (`usage.prompt_tokens`; absent when no server said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<Distribution>,
+    /// The share of input tokens the server read from its prompt cache, percent,
+    /// over the successful requests whose server said both (absent when none said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_pct: Option<f64>,
+    /// How much TTFT grew per 1,000 input tokens the server had to compute (cached
+    /// ones left out where it said): the least-squares slope over this level's
+    /// successful requests, when their input lengths vary enough to show it
+    /// ([`PREFILL_MIN_REQUESTS`], [`PREFILL_MIN_RANGE_TOKENS`]); absent otherwise.
+    /// At a level without queueing, the prefill cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms_per_1k_input: Option<f64>,
     /// Answers that ended on their own before the length asked (absent when none).
     #[serde(default, skip_serializing_if = "Early::is_empty")]
     pub early: Early,
@@ -722,6 +787,76 @@ mod tests {
         error::RequestError,
         record::{RequestRecord, TokenSource},
     };
+
+    /// A request of `input` tokens (`cached` of them from the cache) whose TTFT is
+    /// `ttft_ms`.
+    fn with_input(id: u64, input: u64, cached: Option<u64>, ttft_ms: u64) -> RequestRecord {
+        let mut r = crate::chart::tests_support::record(id, 1, ttft_ms, 20);
+        let usage = r.usage.get_or_insert_with(Default::default);
+        usage.prompt_tokens = Some(input);
+        usage.cached_tokens = cached;
+        r
+    }
+
+    fn summary_of(records: &[RequestRecord]) -> Summary {
+        let mut stats = LevelStats::new(1);
+        records.iter().for_each(|r| stats.add(r));
+        stats.summary(&Slo::default())
+    }
+
+    #[test]
+    fn input_tokens_their_cached_share_and_ttft_per_input() {
+        // TTFT = 40 ms + 0.2 ms per computed token (200 ms per 1,000), lengths
+        // 500–1,900, ±3 ms of noise; a quarter of each prompt cached.
+        let records: Vec<RequestRecord> = (0..16u64)
+            .map(|i| {
+                let input = 500 + i * 100;
+                let cached = input / 4;
+                let noise = [0, 3, 0, 3][(i % 4) as usize];
+                with_input(
+                    i + 1,
+                    input,
+                    Some(cached),
+                    40 + (input - cached) / 5 + noise,
+                )
+            })
+            .collect();
+        let s = summary_of(&records);
+        let input = s.input_tokens.unwrap();
+        assert_eq!((input.min, input.max, input.mean), (500.0, 2000.0, 1250.0));
+        assert!(
+            (s.cached_input_pct.unwrap() - 25.0).abs() < 0.2,
+            "{:?}",
+            s.cached_input_pct
+        );
+        let slope = s.ttft_ms_per_1k_input.unwrap();
+        assert!((slope - 200.0).abs() < 5.0, "{slope}");
+
+        // One length for all: no slope (nothing to fit), the rest still said.
+        let same: Vec<RequestRecord> = (0..16)
+            .map(|i| with_input(i + 1, 800, Some(0), 50))
+            .collect();
+        let s = summary_of(&same);
+        assert_eq!(s.ttft_ms_per_1k_input, None);
+        assert_eq!(s.cached_input_pct, Some(0.0));
+        // Too few requests to fit.
+        assert_eq!(
+            summary_of(&records[..PREFILL_MIN_REQUESTS - 1]).ttft_ms_per_1k_input,
+            None
+        );
+        // A server that says nothing of its input: nothing said.
+        let silent: Vec<RequestRecord> = (0..16)
+            .map(|i| crate::chart::tests_support::record(i + 1, 1, 50 + i, 20))
+            .collect();
+        let s = summary_of(&silent);
+        assert_eq!(
+            (s.input_tokens, s.cached_input_pct, s.ttft_ms_per_1k_input),
+            (None, None, None)
+        );
+        // The fields stay out of a document that has none of them.
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("input"), "{json}");
+    }
 
     /// A successful record: sent at `sent`, tokens at the given times, ending at `end`.
     fn ok(id: u64, sent: u64, tokens: &[u64], end: u64, usage: Option<u64>) -> RequestRecord {

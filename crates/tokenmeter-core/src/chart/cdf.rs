@@ -13,7 +13,7 @@ use crate::{error::Lang, report::RunDocument};
 /// of 100,000 requests draws as fast as one of ten.
 const CURVE_POINTS: usize = 200;
 /// Colour classes for the levels, in order (they repeat beyond eight).
-const CLASSES: [&str; 8] = ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"];
+pub(super) const CLASSES: [&str; 8] = ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"];
 
 /// `samples` (sorted) as at most [`CURVE_POINTS`] (value, share ≤ value) points.
 pub(super) fn curve(sorted: &[f64]) -> Vec<(f64, f64)> {

@@ -14,6 +14,7 @@
 //!   and the safe level marked;
 //! - [`timeline`]: one level's requests, each a bar split into its phases;
 //! - [`cdf`]: how TTFT and ITL are spread, a curve per level;
+//! - [`ttft_by_input`]: TTFT against the input tokens computed, where lengths vary;
 //! - [`over_time`]: output tokens/s over the run, the levels shaded ([`OverTime`]
 //!   grows it request by request while a run goes);
 //! - [`live`]: TTFT and output tokens/s against concurrency while a run goes;
@@ -21,11 +22,13 @@
 
 mod cdf;
 mod over_time;
+mod prefill;
 mod svg;
 mod timeline;
 
 pub use cdf::cdf;
 pub use over_time::{over_time, OverTime};
+pub use prefill::ttft_by_input;
 pub use timeline::{timeline, MAX_BARS};
 
 pub use svg::escape;

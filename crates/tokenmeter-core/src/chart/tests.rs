@@ -541,3 +541,40 @@ fn on_a_narrow_screen_the_timeline_legend_wraps_above_the_bars() {
         count(&tall, r#"data-testid="timeline-bar""#)
     );
 }
+
+#[test]
+fn ttft_against_input_is_drawn_where_lengths_vary_and_only_there() {
+    // Level 1: TTFT = 30 ms + 0.1 ms per computed token; level 4 waits 200 ms more.
+    let mut records = Vec::new();
+    for (concurrency, wait_ms) in [(1u32, 0u64), (4, 200)] {
+        for i in 0..12u64 {
+            let id = records.len() as u64 + 1;
+            let input = 200 + i * 150;
+            let mut r = tests_support::record(id, concurrency, 30 + wait_ms + input / 10, 20);
+            r.usage.get_or_insert_with(Default::default).prompt_tokens = Some(input);
+            records.push(r);
+        }
+    }
+    let plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+    let document = RunDocument::build(
+        "run".into(),
+        "2026-12-06T10:00:00Z".into(),
+        RunStatus::Done,
+        plan,
+        Environment::default(),
+        records,
+    );
+    let svg = ttft_by_input(&document, Lang::En.into()).unwrap();
+    assert!(svg.contains(r#"data-testid="chart-ttft-input""#));
+    assert_eq!(concurrencies(&svg, "ttft-input-level"), [1, 4]);
+    assert_eq!(count(&svg, r#"data-points="12""#), 2);
+    assert_eq!(count(&svg, "<circle class=\"dot"), 24);
+    // Both slopes are 100 ms per 1,000 tokens: the waiting level is the same line, higher.
+    assert_eq!(count(&svg, r#"data-ms-per-1k="100.000""#), 2, "{svg}");
+    assert!(svg.contains("concurrency 4: 12 requests, TTFT +100.0 ms per 1,000 input tokens"));
+    let zh = ttft_by_input(&document, Lang::Zh.into()).unwrap();
+    assert!(zh.contains("每 1000 个输入 token TTFT 变化 +100.0 毫秒"));
+
+    // One length for all (or a server that never says): no chart.
+    assert!(ttft_by_input(&self::document(), Lang::En.into()).is_none());
+}
