@@ -1,5 +1,5 @@
-//! Files in and out of the page: a text offered as a download, and the text of a
-//! file the user chose.
+//! Files in and out of the page: a text offered as a download, and the text (or
+//! the bytes) of a file the user chose.
 
 use wasm_bindgen::{prelude::Closure, JsCast};
 
@@ -50,4 +50,34 @@ pub fn read_file(event: leptos::ev::Event, apply: impl Fn(String) + 'static) {
     // The closure must outlive this call; it runs once, when the file is read.
     on_load.forget();
     let _ = reader.read_as_text(&file);
+}
+
+/// Reads the file chosen in a file input and hands its name and bytes to `apply`
+/// (for files whose bytes matter: a prompt file is identified by its hash).
+pub fn read_file_bytes(event: leptos::ev::Event, apply: impl Fn(String, Vec<u8>) + 'static) {
+    let Some(input) = event
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    let Some(file) = input.files().and_then(|files| files.get(0)) else {
+        return;
+    };
+    let Ok(reader) = web_sys::FileReader::new() else {
+        return;
+    };
+    let name = file.name();
+    let on_load = Closure::once({
+        let reader = reader.clone();
+        move || {
+            if let Ok(buffer) = reader.result() {
+                apply(name, js_sys::Uint8Array::new(&buffer).to_vec());
+            }
+        }
+    });
+    reader.set_onload(Some(on_load.as_ref().unchecked_ref()));
+    // The closure must outlive this call; it runs once, when the file is read.
+    on_load.forget();
+    let _ = reader.read_as_array_buffer(&file);
 }

@@ -10,6 +10,7 @@
 //! | `keep` | here: a run as history stores it, an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
 //! | `read` | here: the engine's messages, the kept runs and an interrupted run read | when a worker starts ([`read_message`]), or when the page finds kept runs |
 //! | `plans` | `config/mod.rs`: the article's `config.json`, a plan file or a shared link read | on the first import, or when the page opens with a link |
+//! | `prompt_files` | `config/prompt_file.rs`: a prompt file read and hashed | when the first prompt file is chosen |
 //! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
 //! | `imports` | `history/panel.rs`: other tools' results read | on the first import |
 //! | `locust` | `config/locust.rs`: the plan as a locustfile | on the first Locust export |

@@ -4,9 +4,12 @@
 //! threads' memory); the worker answers with progress at most ten times a second
 //! and, at the end, the run document.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use tokenmeter_core::{
-    condition::RunCondition, error::Said, plan::Plan, record::RequestRecord, report::RunDocument,
+    condition::RunCondition, error::Said, plan::Plan, prompts::Prompts, record::RequestRecord,
+    report::RunDocument,
 };
 
 /// Page → worker.
@@ -27,6 +30,10 @@ pub enum ToWorker {
         /// The keys of an A/B plan's other targets (B, C, …), as `api_key`.
         #[serde(default)]
         target_keys: Vec<Option<String>>,
+        /// A plan of prompts from a file: the file's prompts (the plan names the
+        /// file; the engine checks that these are its).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompts: Option<Arc<Prompts>>,
     },
     /// Abort every request in flight and finish with what was measured.
     Cancel,

@@ -17,6 +17,7 @@ use tokenmeter_core::{
     condition::{Interruption, RunCondition},
     error::Said,
     plan::Plan,
+    prompts::Prompts,
     record::RequestRecord,
     report::{Environment, RunDocument, RunStatus},
     said,
@@ -294,7 +295,13 @@ impl RunController {
     }
 
     /// Starts a run; the key goes to the worker's memory and nowhere else.
-    pub fn start(&self, plan: Plan, api_key: Option<String>, target_keys: Vec<Option<String>>) {
+    pub fn start(
+        &self,
+        plan: Plan,
+        api_key: Option<String>,
+        target_keys: Vec<Option<String>>,
+        prompts: Option<Arc<Prompts>>,
+    ) {
         if self.view.with_untracked(RunView::is_running) {
             return;
         }
@@ -304,6 +311,7 @@ impl RunController {
             plan: Box::new(plan),
             api_key,
             target_keys,
+            prompts,
         };
         let ToWorker::Start {
             run_id,

@@ -217,6 +217,7 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         plan,
         api_key: None,
         target_keys: Vec::new(),
+        prompts: None,
         visibility,
     };
     run(input, CancelToken::default(), post).await;
@@ -304,6 +305,7 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
         plan,
         api_key: None,
         target_keys: Vec::new(),
+        prompts: None,
         visibility: Rc::new(Visibility::default()),
     };
     run(input, CancelToken::default(), post).await;
@@ -387,6 +389,7 @@ async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
         plan,
         api_key: None,
         target_keys: Vec::new(),
+        prompts: None,
         visibility: Rc::new(Visibility::default()),
     };
     run(input, cancel, post).await;

@@ -7,6 +7,7 @@ use tokenmeter_core::{
     draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, TargetDraft},
     error::Said,
     plan::{AbOrder, AuthStyle, Plan, PromptMode},
+    prompts::{Order, PromptFile},
     stream::EndpointKind,
 };
 
@@ -104,6 +105,9 @@ pub struct DraftSignals {
     pub prompt_mode: RwSignal<PromptMode>,
     pub prefix_tokens: RwSignal<String>,
     pub prefix_groups: RwSignal<String>,
+    /// The prompt file loaded (or named by a link's plan), and the order of drawing.
+    pub prompt_file: RwSignal<Option<PromptFile>>,
+    pub prompt_order: RwSignal<Order>,
     pub output_lengths: LengthSignals,
     pub input_lengths: LengthSignals,
     pub force_output_lengths: RwSignal<bool>,
@@ -145,6 +149,8 @@ impl DraftSignals {
             prompt_mode: RwSignal::default(),
             prefix_tokens: RwSignal::default(),
             prefix_groups: RwSignal::default(),
+            prompt_file: RwSignal::default(),
+            prompt_order: RwSignal::default(),
             output_lengths: LengthSignals::new(),
             input_lengths: LengthSignals::new(),
             force_output_lengths: RwSignal::default(),
@@ -186,6 +192,8 @@ impl DraftSignals {
             prompt_mode: self.prompt_mode.get_untracked(),
             prefix_tokens: self.prefix_tokens.get_untracked(),
             prefix_groups: self.prefix_groups.get_untracked(),
+            prompt_file: self.prompt_file.get_untracked(),
+            prompt_order: self.prompt_order.get_untracked(),
             output_lengths: self.output_lengths.get_untracked(),
             input_lengths: self.input_lengths.get_untracked(),
             force_output_lengths: self.force_output_lengths.get_untracked(),
@@ -236,6 +244,8 @@ impl DraftSignals {
             prompt_mode,
             prefix_tokens,
             prefix_groups,
+            prompt_file,
+            prompt_order,
             output_lengths,
             input_lengths,
             force_output_lengths,
@@ -270,6 +280,8 @@ impl DraftSignals {
         self.prompt_mode.set(prompt_mode);
         self.prefix_tokens.set(prefix_tokens);
         self.prefix_groups.set(prefix_groups);
+        self.prompt_file.set(prompt_file);
+        self.prompt_order.set(prompt_order);
         self.output_lengths.set(output_lengths);
         self.input_lengths.set(input_lengths);
         self.force_output_lengths.set(force_output_lengths);

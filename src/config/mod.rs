@@ -17,8 +17,11 @@ mod import;
 mod key;
 mod locust;
 mod model;
+mod prompt_file;
 mod share;
 mod targets;
+
+use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
@@ -29,12 +32,14 @@ use tokenmeter_core::{
         import_config, is_mixed_content, normalize_base_url, parse_levels, Imported, Plan,
         PromptMode,
     },
+    prompts::Prompts,
     said,
 };
 
 use self::{
     advanced::AdvancedFields, draft::DraftSignals, import::ImportConfig, key::KeyField,
-    locust::LocustExport, model::ModelField, share::ShareLink, targets::Targets,
+    locust::LocustExport, model::ModelField, prompt_file::PromptFileField, share::ShareLink,
+    targets::Targets,
 };
 use crate::{
     language::{self, w, words, Words},
@@ -69,6 +74,14 @@ const PROMPT_MODES: &[(PromptMode, &str, Words)] = &[
             "所有请求相同（测到的是缓存命中）",
         ),
     ),
+    (
+        PromptMode::File,
+        "file",
+        w(
+            "from a file: your own prompts, sent as written",
+            "来自文件：你自己的提示词，原样发送",
+        ),
+    ),
 ];
 
 split_off! { plans:
@@ -84,6 +97,8 @@ split_off! { plans:
 pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let draft = DraftSignals::new(PlanDraft::from_plan(&plan));
     let key = RwSignal::new(String::new());
+    // A prompt file's prompts, in this page's memory only.
+    let prompts = RwSignal::new(None::<Arc<Prompts>>);
     // The plan behind the form: what the form does not show (the E2E limit, the
     // analysis parameters) comes from here, and an import or a shared link replaces it.
     let base = StoredValue::new(plan);
@@ -134,15 +149,30 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let key_state = key::use_remembered_key(key, draft.base_url);
     let running = Signal::derive(move || run.is_running());
     let on_run = move |_| match draft.plan(&base.get_value()) {
-        Ok(plan) => match key_state.key_for(&plan.base_url) {
-            Ok(key) => {
-                let target_keys = draft
-                    .targets
-                    .with_untracked(|rows| rows.iter().map(|r| r.key()).collect());
-                run.start(plan, key, target_keys)
+        Ok(plan) => {
+            // A file's prompts go beside the plan: those of the file it names.
+            let prompts = match (plan.prompt_mode, &plan.prompt_file) {
+                (PromptMode::File, Some(file)) => {
+                    let loaded = prompts.get_untracked();
+                    if !prompt_file::are_the_plans(loaded.as_ref(), Some(file)) {
+                        run.problems
+                            .set(vec![tokenmeter_core::prompts::missing(file)]);
+                        return;
+                    }
+                    loaded
+                }
+                _ => None,
+            };
+            match key_state.key_for(&plan.base_url) {
+                Ok(key) => {
+                    let target_keys = draft
+                        .targets
+                        .with_untracked(|rows| rows.iter().map(|r| r.key()).collect());
+                    run.start(plan, key, target_keys, prompts)
+                }
+                Err(why) => run.problems.set(vec![why]),
             }
-            Err(why) => run.problems.set(vec![why]),
-        },
+        }
         Err(problems) => run.problems.set(problems),
     };
 
@@ -169,6 +199,9 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
                         hint=w("Request n shares its group's prefix (n mod groups); 1: all share one.", "第 n 个请求使用其所在组的前缀（n mod 组数）；1 表示全部共用一个。")
                     />
                 </div>
+            </Show>
+            <Show when=move || draft.prompt_mode.get() == PromptMode::File>
+                <PromptFileField draft=draft prompts=prompts running=running/>
             </Show>
             <Show when=move || draft.prompt_mode.get() == PromptMode::Same>
                 <p class="callout warn" data-testid="prompt-mode-warning">

@@ -53,6 +53,7 @@ fn listen_here() {
                     plan,
                     api_key,
                     target_keys,
+                    prompts,
                 }) => {
                     let cancel = CancelToken::default();
                     if let Some(previous) = current.borrow_mut().replace(cancel.clone()) {
@@ -64,6 +65,7 @@ fn listen_here() {
                         plan: *plan,
                         api_key,
                         target_keys,
+                        prompts,
                         visibility: visibility.clone(),
                     };
                     wasm_bindgen_futures::spawn_local(run(input, cancel, post.clone()));

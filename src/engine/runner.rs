@@ -4,12 +4,13 @@
 //! engine observed (see [`super::conditions`]), and the run document at the end,
 //! cancelled or not.
 
-use std::{rc::Rc, time::Duration};
+use std::{rc::Rc, sync::Arc, time::Duration};
 
 use tokenmeter_core::{
     condition::RunCondition,
     error::ErrorKind,
-    plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, MAX_REQUESTS_PER_RUN},
+    plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, PromptMode, MAX_REQUESTS_PER_RUN},
+    prompts::{self, Prompts},
     record::{RecordOptions, RequestStart},
     report::{RunDocument, RunStatus},
     search::SloSearch,
@@ -40,16 +41,29 @@ pub struct RunInput {
     pub api_key: Option<String>,
     /// The keys of an A/B plan's other targets, in order (memory only).
     pub target_keys: Vec<Option<String>>,
+    /// A plan of prompts from a file: the file's prompts.
+    pub prompts: Option<Arc<Prompts>>,
     /// When the page was hidden, as the page reports it.
     pub visibility: Rc<Visibility>,
 }
 
 /// Where and how every request of the run is sent; `seed` makes each request's
-/// own prompt (see [`Bodies`]).
-pub fn target(plan: &Plan, api_key: Option<&str>, seed: u64) -> Target {
+/// own prompt, or draws it from a file's `prompts` (see [`Bodies`]).
+pub fn target(
+    plan: &Plan,
+    api_key: Option<&str>,
+    seed: u64,
+    prompts: Option<&Arc<Prompts>>,
+) -> Target {
+    let bodies = match prompts {
+        Some(prompts) if plan.prompt_mode == PromptMode::File => {
+            Bodies::with_prompts(plan, seed, Arc::clone(prompts))
+        }
+        _ => Bodies::new(plan, seed),
+    };
     Target::new(
         plan.endpoint_url(),
-        Bodies::new(plan, seed),
+        bodies,
         plan.request_headers(api_key),
         api_key
             .map(str::trim)
@@ -135,6 +149,19 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         post(FromWorker::Failed { problems });
         return;
     }
+    if let Some(file) = input
+        .plan
+        .prompt_file
+        .as_ref()
+        .filter(|_| input.plan.prompt_mode == PromptMode::File)
+    {
+        if input.prompts.as_ref().map(|p| &p.file.sha256) != Some(&file.sha256) {
+            post(FromWorker::Failed {
+                problems: vec![prompts::missing(file)],
+            });
+            return;
+        }
+    }
     let mut plan = input.plan;
     // The run's prompts come from the plan's seed, or from one of its own (kept in
     // the document's plan), so that no run resends an earlier run's prompts.
@@ -142,7 +169,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     let targets: Vec<Target> = (0..plan.n_targets())
         .map(|i| {
             let key = target_key(&plan, &input.api_key, &input.target_keys, i);
-            target(&plan.for_target(i), key, seed)
+            target(&plan.for_target(i), key, seed, input.prompts.as_ref())
         })
         .collect();
     let options = RecordOptions::default();

@@ -33,7 +33,10 @@ pub const CORE: Layering = Layering {
             "foundations",
             &["error", "json", "stats", "tagged", "vecmap", "lag"],
         ),
-        ("the wire and the browser", &["sse", "stream", "browser"]),
+        (
+            "the wire and the browser",
+            &["sse", "stream", "browser", "prompts"],
+        ),
         ("the plan", &["plan"]),
         ("one request, the plan as typed", &["record", "draft"]),
         ("a level", &["summary"]),

@@ -547,6 +547,8 @@ impl RunCondition {
                 (PromptMode::Unique, false) => format!("{n_hits} of {n_requests} requests were answered mostly from the server's prompt cache ({cached_pct:.0}% of their prompt tokens) although each sent a prompt of its own: something in front of the prompt is shared (a long system prompt or chat template), and their TTFT is lower than without it"),
                 (PromptMode::SharedPrefix, true) => format!("{n_requests} 个请求中有 {n_hits} 个的共享前缀由服务端的提示词缓存作答（其提示 token 的 {cached_pct:.0}%），正如计划所要求：它们的 TTFT 是缓存了这段前缀后的 TTFT"),
                 (PromptMode::SharedPrefix, false) => format!("{n_hits} of {n_requests} requests had their shared prefix served from the server's prompt cache ({cached_pct:.0}% of their prompt tokens), as the plan asked: their TTFT is what a cached prefix of that length gives"),
+                (PromptMode::File, true) => format!("{n_requests} 个请求中有 {n_hits} 个大部分由服务端的提示词缓存作答（其提示 token 的 {cached_pct:.0}%）：文件中的提示词有共享的开头（系统提示词、同一段文档），或者请求数多于提示词数、同一提示词被重复发送；前者也是用户会得到的，后者不是"),
+                (PromptMode::File, false) => format!("{n_hits} of {n_requests} requests were answered mostly from the server's prompt cache ({cached_pct:.0}% of their prompt tokens): the file's prompts share their beginning (a system prompt, one document), or the run sent more requests than the file has prompts and repeated them; the first is what users get too, the second is not"),
             },
         }
     }
@@ -612,7 +614,7 @@ pub const CACHE_HIT_MIN_TOKENS: u64 = 32;
 pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCondition> {
     let share = match mode {
         PromptMode::SharedPrefix => 0.0,
-        PromptMode::Unique | PromptMode::Same => CACHE_HIT_SHARE,
+        PromptMode::Unique | PromptMode::Same | PromptMode::File => CACHE_HIT_SHARE,
     };
     let reported: Vec<(u64, u64)> = records
         .iter()

@@ -14,10 +14,11 @@ use serde_json::{Map, Value};
 use crate::{
     error::{Said, Words},
     plan::{
-        is_secret_header, normalize_base_url, parse_levels, secret_header_problem, AbOrder,
-        AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS,
-        MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
+        is_secret_header, no_prompt_file, normalize_base_url, parse_levels, secret_header_problem,
+        AbOrder, AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec,
+        MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
+    prompts::{Order, PromptFile},
     said,
     stream::EndpointKind,
 };
@@ -48,6 +49,11 @@ pub struct PlanDraft {
     /// A shared prefix's length in tokens, and how many groups share one.
     pub prefix_tokens: String,
     pub prefix_groups: String,
+    /// With prompts from a file: the file loaded, or the one a plan from a link
+    /// names (its prompts are loaded apart, see [`crate::prompts`]), and the order
+    /// requests draw in.
+    pub prompt_file: Option<PromptFile>,
+    pub prompt_order: Order,
     /// Lengths drawn per request: of the output, and of a generated prompt.
     pub output_lengths: LengthsDraft,
     pub input_lengths: LengthsDraft,
@@ -196,6 +202,7 @@ pub enum DraftField {
     PromptTokens,
     PrefixTokens,
     PrefixGroups,
+    PromptFile,
     OutputLengths,
     InputLengths,
     Rate,
@@ -246,6 +253,8 @@ impl Default for PlanDraft {
             prompt_mode: PromptMode::Unique,
             prefix_tokens: "1000".into(),
             prefix_groups: "1".into(),
+            prompt_file: None,
+            prompt_order: Order::InOrder,
             output_lengths: LengthsDraft::default(),
             input_lengths: LengthsDraft::default(),
             force_output_lengths: false,
@@ -301,6 +310,10 @@ impl PlanDraft {
             self.prefix_tokens = plan.prefix_tokens.to_string();
             self.prefix_groups = plan.prefix_groups.to_string();
         }
+        if let Some(file) = &plan.prompt_file {
+            self.prompt_order = file.order;
+        }
+        self.prompt_file = plan.prompt_file.clone();
         self.prompt_tokens = match plan.prompt {
             PromptSpec::Tokens(n) => n.to_string(),
             PromptSpec::Text(_) => String::new(),
@@ -411,6 +424,17 @@ impl PlanDraft {
             &mut problems,
         );
         plan.force_output_lengths = self.force_output_lengths;
+        plan.prompt_file = match (self.prompt_mode, &self.prompt_file) {
+            (PromptMode::File, Some(file)) => Some(PromptFile {
+                order: self.prompt_order,
+                ..file.clone()
+            }),
+            (PromptMode::File, None) => {
+                problems.push(PlanProblem::at(F::PromptFile, no_prompt_file()));
+                None
+            }
+            _ => None,
+        };
         // Only a shared prefix reads its two fields: the others leave them as they were.
         if self.prompt_mode == PromptMode::SharedPrefix {
             let min = 2 * UNIQUE_HEADER_TOKENS;

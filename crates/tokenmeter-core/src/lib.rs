@@ -31,6 +31,7 @@ pub mod lag;
 pub mod live;
 pub mod locust;
 pub mod plan;
+pub mod prompts;
 pub mod record;
 pub mod render;
 pub mod report;

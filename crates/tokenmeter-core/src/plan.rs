@@ -13,11 +13,14 @@
 //! (Over 400 lines: the plan's shape, its checks and every way one is read belong
 //! together, since a field added to one must be added to the others.)
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
     error::{Said, Words},
+    prompts::{Prompt, PromptFile, Prompts},
     said,
     stream::{request_body, BodySpec, EndpointKind},
     tagged::{need, WireError},
@@ -136,6 +139,11 @@ pub enum PromptMode {
     /// `id % groups`), then each request's own header and the prompt: what a long
     /// system prompt or a shared document costs once cached.
     SharedPrefix,
+    /// The user's own prompts, from a file ([`Plan::prompt_file`] says which; the
+    /// prompts themselves go to the engine beside the plan, see
+    /// [`crate::prompts`]), each sent as written: what they share, a server may
+    /// cache, as it would for their users.
+    File,
 }
 
 impl PromptMode {
@@ -208,6 +216,9 @@ pub struct Bodies {
     /// Every request's `max_tokens` when it is one for all (unknown for a body
     /// given as it is).
     max_tokens: Option<u32>,
+    /// With prompts from a file: the file's prompts, the plan and the seed (each
+    /// request's body is made whole).
+    file: Option<(Arc<Prompts>, Box<Plan>, u64)>,
 }
 
 /// How a length in tokens is drawn for each request: uniform from `min` to `max`,
@@ -305,6 +316,7 @@ impl Bodies {
                 prefixes: Vec::new(),
                 varying: Some((Box::new(plan.clone()), seed)),
                 max_tokens: None,
+                file: None,
             };
         }
         let mut spec = plan.body_spec();
@@ -316,6 +328,7 @@ impl Bodies {
                 prefixes: Vec::new(),
                 varying: None,
                 max_tokens: Some(plan.max_tokens),
+                file: None,
             };
         }
         let prefixes = match plan.prompt_mode {
@@ -336,6 +349,21 @@ impl Bodies {
             prefixes,
             varying: None,
             max_tokens: Some(plan.max_tokens),
+            file: None,
+        }
+    }
+
+    /// The bodies of `plan`'s requests sending the prompts of a file (the plan's
+    /// mode is `file`), in a run whose seed is `seed`.
+    pub fn with_prompts(plan: &Plan, seed: u64, prompts: Arc<Prompts>) -> Bodies {
+        Bodies {
+            head: String::new(),
+            tail: String::new(),
+            seed: Some(seed),
+            prefixes: Vec::new(),
+            varying: None,
+            max_tokens: None,
+            file: Some((prompts, Box::new(plan.clone()), seed)),
         }
     }
 
@@ -348,11 +376,15 @@ impl Bodies {
             prefixes: Vec::new(),
             varying: None,
             max_tokens: None,
+            file: None,
         }
     }
 
     /// The output length request `request_id` asks for, when known.
     pub fn asked_tokens(&self, request_id: u64) -> Option<u32> {
+        if let Some((_, plan, seed)) = &self.file {
+            return Some(plan.asked_output_tokens(*seed, request_id));
+        }
         match &self.varying {
             Some((plan, seed)) => Some(plan.asked_output_tokens(*seed, request_id)),
             None => self.max_tokens,
@@ -367,9 +399,18 @@ impl Bodies {
     /// The body of request `request_id`. (The header is plain ASCII words: it
     /// needs no JSON escaping.)
     pub fn body(&self, request_id: u64) -> String {
+        if let Some((prompts, plan, seed)) = &self.file {
+            let order = plan
+                .prompt_file
+                .as_ref()
+                .map(|f| f.order)
+                .unwrap_or_default();
+            let prompt = prompts.for_request(order, *seed, request_id);
+            return request_body(&plan.file_request_spec(*seed, request_id, prompt)).to_string();
+        }
         if let Some((plan, seed)) = &self.varying {
             let front = match plan.prompt_mode {
-                PromptMode::Same => String::new(),
+                PromptMode::Same | PromptMode::File => String::new(),
                 PromptMode::Unique => unique_header(*seed, request_id),
                 PromptMode::SharedPrefix => {
                     let groups = u64::from(plan.prefix_groups.clamp(1, MAX_PREFIX_GROUPS));
@@ -412,6 +453,14 @@ impl Bodies {
 fn json_escaped(text: &str) -> String {
     let quoted = serde_json::to_string(text).expect("a string serialises");
     quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// A plan of prompts from a file that names none.
+pub fn no_prompt_file() -> Said {
+    said!(
+        "prompts from a file: choose the file (a prompt per line, JSON lines of prompt or messages, or ShareGPT JSON)",
+        "来自文件的提示词：请选择文件（每行一个提示词、包含 prompt 或 messages 的 JSON 行，或 ShareGPT JSON）",
+    )
 }
 
 /// How load is applied.
@@ -554,6 +603,9 @@ pub struct Plan {
     /// With `prompt_mode` `shared_prefix`: how many groups share a prefix each.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub prefix_groups: u32,
+    /// With `prompt_mode` `file`: which file, and how requests draw from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_file: Option<PromptFile>,
     pub max_tokens: u32,
     /// Each request's output length drawn from these (its `max_tokens`); absent:
     /// `max_tokens` for every request.
@@ -707,6 +759,7 @@ impl Plan {
             seed: None,
             prefix_tokens: 0,
             prefix_groups: 1,
+            prompt_file: None,
             output_lengths: None,
             input_lengths: None,
             force_output_lengths: false,
@@ -752,9 +805,10 @@ impl Plan {
         match (&self.prompt, self.prompt_mode) {
             (PromptSpec::Text(text), _) => text.clone(),
             (PromptSpec::Tokens(n), PromptMode::Same) => generated_prompt(*n),
-            (PromptSpec::Tokens(n), PromptMode::Unique | PromptMode::SharedPrefix) => {
-                generated_prompt(n.saturating_sub(UNIQUE_HEADER_TOKENS).max(1))
-            }
+            (
+                PromptSpec::Tokens(n),
+                PromptMode::Unique | PromptMode::SharedPrefix | PromptMode::File,
+            ) => generated_prompt(n.saturating_sub(UNIQUE_HEADER_TOKENS).max(1)),
         }
     }
 
@@ -781,8 +835,25 @@ impl Plan {
             temperature: self.temperature,
             include_usage: self.include_usage,
             extra: self.extra_body.clone(),
+            messages: None,
         };
         self.force(&mut spec);
+        spec
+    }
+
+    /// The body spec of request `request_id` sending `prompt` from a file: as
+    /// written (a chat's messages as they are), with its own output length.
+    fn file_request_spec(&self, seed: u64, request_id: u64, prompt: &Prompt) -> BodySpec {
+        let mut spec = BodySpec {
+            max_tokens: self.asked_output_tokens(seed, request_id),
+            ..self.body_spec()
+        };
+        spec.extra = self.extra_body.clone();
+        self.force(&mut spec);
+        match spec.kind {
+            EndpointKind::Chat => spec.messages = Some(prompt.messages()),
+            EndpointKind::Completions => spec.prompt = prompt.text(),
+        }
         spec
     }
 
@@ -896,6 +967,9 @@ impl Plan {
             if !matches!(self.prompt, PromptSpec::Tokens(_)) {
                 problems.push(said!("input lengths vary only for a generated prompt (a prompt of N tokens): a typed prompt is the body of every request", "只有生成的提示词（N 个 token 的提示词）才能变化输入长度：手写的提示词是每个请求的正文"));
             }
+        }
+        if self.prompt_mode == PromptMode::File && self.prompt_file.is_none() {
+            problems.push(no_prompt_file());
         }
         if self.prompt_mode == PromptMode::SharedPrefix {
             if !(2 * UNIQUE_HEADER_TOKENS..=MAX_PROMPT_TOKENS).contains(&self.prefix_tokens) {
@@ -1387,6 +1461,7 @@ pub fn import_config(json: &str) -> Result<Imported, Said> {
         seed: None,
         prefix_tokens: 0,
         prefix_groups: 1,
+        prompt_file: None,
         max_tokens: config.max_tokens,
         output_lengths: None,
         input_lengths: None,
@@ -1768,6 +1843,66 @@ mod tests {
             .unwrap_err()
             .iter()
             .any(|p| p.contains("error-rate limit")));
+    }
+
+    #[test]
+    fn a_file_s_prompts_are_sent_as_written_with_each_request_s_length() {
+        let prompts = Arc::new(
+            crate::prompts::read(
+                "p.jsonl",
+                br#"{"prompt": "first"}
+{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "second"}]}
+"#,
+            )
+            .unwrap(),
+        );
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.prompt_mode = PromptMode::File;
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("choose the file")));
+        plan.prompt_file = Some(prompts.file.clone());
+        plan.validate().unwrap();
+        plan.output_lengths = Some(Lengths {
+            min: 5,
+            max: 50,
+            mean: None,
+            stdev: None,
+        });
+        let bodies = Bodies::with_prompts(&plan, 3, Arc::clone(&prompts));
+        assert_eq!(bodies.shared(), None);
+        let body = |id| serde_json::from_str::<Value>(&bodies.body(id)).unwrap();
+        assert_eq!(
+            body(0)["messages"],
+            serde_json::json!([{"role": "user", "content": "first"}])
+        );
+        assert_eq!(
+            body(1)["messages"][0],
+            serde_json::json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            body(2)["messages"],
+            body(0)["messages"],
+            "in order, round again"
+        );
+        for id in 0..20 {
+            assert_eq!(body(id)["max_tokens"], bodies.asked_tokens(id).unwrap());
+        }
+        // A completions endpoint gets the text.
+        plan.endpoint = EndpointKind::Completions;
+        let bodies = Bodies::with_prompts(&plan, 3, prompts);
+        let body: Value = serde_json::from_str(&bodies.body(1)).unwrap();
+        assert_eq!(body["prompt"], "be brief\n\nsecond");
+        assert!(body.get("messages").is_none());
+        // The plan keeps the file's identity, never its prompts.
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(
+            json.contains(r#""prompt_mode":"file""#)
+                && json.contains("sha256")
+                && !json.contains("be brief")
+        );
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct BodySpec {
     pub include_usage: bool,
     /// Extra top-level fields merged into the body last (they win over ours).
     pub extra: Map<String, Value>,
+    /// A chat's messages as written (a prompt file's), sent instead of `prompt`
+    /// as the user's one message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Value>>,
 }
 
 /// The JSON body of a streaming request.
@@ -58,10 +62,11 @@ pub fn request_body(spec: &BodySpec) -> Value {
     body.insert("model".into(), Value::String(spec.model.clone()));
     match spec.kind {
         EndpointKind::Chat => {
-            body.insert(
-                "messages".into(),
-                serde_json::json!([{"role": "user", "content": spec.prompt}]),
-            );
+            let messages = match &spec.messages {
+                Some(messages) => Value::Array(messages.clone()),
+                None => serde_json::json!([{"role": "user", "content": spec.prompt}]),
+            };
+            body.insert("messages".into(), messages);
         }
         EndpointKind::Completions => {
             body.insert("prompt".into(), Value::String(spec.prompt.clone()));
@@ -308,6 +313,7 @@ mod tests {
             temperature: Some(0.7),
             include_usage: true,
             extra,
+            messages: None,
         });
         assert_eq!(
             body,
@@ -333,6 +339,7 @@ mod tests {
             temperature: None,
             include_usage: false,
             extra: Map::new(),
+            messages: None,
         });
         assert_eq!(
             body,

@@ -47,6 +47,11 @@ pub struct RequestTruth {
     pub faults: Vec<&'static str>,
     pub status: u16,
     pub prompt_tokens: u64,
+    /// The prompt's first characters as read (a chat's message contents run
+    /// together), and a chat's messages: what specs check a request sent, without
+    /// keeping whole prompts of thousands of requests.
+    pub prompt_head: String,
+    pub n_messages: usize,
     /// Of those, the ones found in the prompt cache (no prefill for them).
     pub cached_tokens: u64,
     pub max_tokens: u64,
@@ -83,6 +88,8 @@ impl RequestTruth {
             faults: Vec::new(),
             status: 200,
             prompt_tokens: 0,
+            prompt_head: String::new(),
+            n_messages: 0,
             cached_tokens: 0,
             max_tokens: 0,
             accepted_us,

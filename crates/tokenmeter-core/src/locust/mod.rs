@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::{
     condition::RunCondition,
     error::{RequestError, Said},
-    plan::{AuthStyle, Bodies, LoadMode, Plan},
+    plan::{AuthStyle, Bodies, LoadMode, Plan, PromptMode},
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
     said,
@@ -140,6 +140,12 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, Said> {
         return Err(said!(
             "lengths drawn per request run in the browser only for now: to run on Locust, give every request the same max_tokens and prompt length",
             "按请求抽取的长度目前只能在浏览器中运行：要在 Locust 上运行，请让每个请求使用相同的 max_tokens 和提示词长度",
+        ));
+    }
+    if plan.prompt_mode == PromptMode::File {
+        return Err(said!(
+            "prompts from a file run in the browser only for now: to run on Locust, choose each request its own prompt or a shared prefix",
+            "来自文件的提示词目前只能在浏览器中运行：要在 Locust 上运行，请选择“每个请求各自的提示词”或“共享前缀”",
         ));
     }
     if !plan.targets.is_empty() {

@@ -79,6 +79,15 @@ fn an_slo_search_is_refused_with_what_to_do() {
 }
 
 #[test]
+fn prompts_from_a_file_are_refused_with_what_to_do() {
+    let mut plan = plan();
+    plan.prompt_mode = crate::plan::PromptMode::File;
+    plan.prompt_file = Some(crate::prompts::read("p.txt", b"a\n").unwrap().file);
+    let why = locustfile(&plan).unwrap_err();
+    assert!(why.contains("choose each request its own prompt"), "{why}");
+}
+
+#[test]
 fn a_repeated_ladder_runs_each_pass_in_turn() {
     let mut plan = plan();
     plan.warmup_requests = 0;

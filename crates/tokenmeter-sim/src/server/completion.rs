@@ -72,9 +72,14 @@ pub(super) async fn completions(
 }
 
 /// What a request asked for.
+/// How much of each prompt the truth keeps.
+const PROMPT_HEAD_CHARS: usize = 48;
+
 struct Ask {
     model: String,
     prompt: String,
+    /// A chat's messages (0 for a completion).
+    n_messages: usize,
     max_tokens: u64,
     stream: bool,
     include_usage: bool,
@@ -92,12 +97,14 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
         .and_then(Value::as_str)
         .ok_or("you must provide a model parameter")?
         .to_owned();
+    let mut n_messages = 0;
     let prompt = match endpoint {
         Endpoint::Chat => {
             let messages = value
                 .get("messages")
                 .and_then(Value::as_array)
                 .ok_or("messages must be an array")?;
+            n_messages = messages.len();
             let mut text = String::new();
             for message in messages {
                 match message.get("content") {
@@ -129,6 +136,7 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
     Ok(Ask {
         model,
         prompt,
+        n_messages,
         max_tokens,
         stream: value
             .get("stream")
@@ -198,6 +206,8 @@ async fn handle(
         natural_end.unwrap_or(asked)
     };
     truth.prompt_tokens = estimate_tokens(&ask.prompt);
+    truth.prompt_head = ask.prompt.chars().take(PROMPT_HEAD_CHARS).collect();
+    truth.n_messages = ask.n_messages;
     truth.cached_tokens = state
         .cache
         .lookup_and_keep(&ask.prompt)
