@@ -104,6 +104,7 @@ pub fn environment(timer_resolution_us: f64) -> Environment {
         conditions,
         notes: Vec::new(),
         engine_load: Vec::new(),
+        network: None,
     }
 }
 
@@ -142,14 +143,21 @@ pub async fn no_response(
 /// Whether a GET of `url` in `mode` got a response (an opaque one counts), within
 /// [`PROBE_WITHIN`].
 async fn probe(url: &str, mode: RequestMode) -> bool {
-    let Ok(controller) = AbortController::new() else {
-        return false;
-    };
+    timed_probe(url, mode, &|| 0.0).await.is_some()
+}
+
+/// How long a GET of `url` in `mode` took to its response headers (an opaque
+/// response counts), by `now_ms`; `None` without one within [`PROBE_WITHIN`].
+/// Never from the HTTP cache.
+async fn timed_probe(url: &str, mode: RequestMode, now_ms: &dyn Fn() -> f64) -> Option<f64> {
+    let controller = AbortController::new().ok()?;
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_mode(mode);
+    init.set_cache(web_sys::RequestCache::NoStore);
     init.set_signal(Some(&controller.signal()));
     let global = js_sys::global();
+    let started = now_ms();
     let request = match global.dyn_ref::<web_sys::WorkerGlobalScope>() {
         Some(worker) => worker.fetch_with_str_and_init(url, &init),
         None => global
@@ -159,10 +167,33 @@ async fn probe(url: &str, mode: RequestMode) -> bool {
     let answered = JsFuture::from(request);
     let late = gloo_timers::future::sleep(PROBE_WITHIN);
     match select(answered, late).await {
-        Either::Left((result, _)) => result.is_ok(),
+        Either::Left((Ok(_), _)) => Some(now_ms() - started),
+        Either::Left((Err(_), _)) => None,
         Either::Right(_) => {
             controller.abort();
-            false
+            None
         }
     }
 }
+
+/// The network's round trip to `base_url`, `n` times: `GET {base}/models`, one
+/// after another, without the key and without CORS (any server answers, and its
+/// answer is not read), each timed to its response headers. Those that got no
+/// response end the probing: a host that does not answer within
+/// [`PROBE_WITHIN`] holds the run back once, not `n` times. (See
+/// [`tokenmeter_core::network`].)
+pub async fn round_trips(base_url: &str, n: usize, now_ms: &dyn Fn() -> f64) -> Vec<f64> {
+    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        match timed_probe(&url, RequestMode::NoCors, now_ms).await {
+            Some(ms) => times.push(ms),
+            None => break,
+        }
+    }
+    times
+}
+
+/// What a round-trip probe is, as the run document says it.
+pub const ROUND_TRIP_PROBE: &str =
+    "GET {base}/models, without the key and without CORS, timed to its response headers";

@@ -9,6 +9,7 @@ use std::{rc::Rc, sync::Arc, time::Duration};
 use tokenmeter_core::{
     condition::RunCondition,
     error::ErrorKind,
+    network::{Network, PROBES_AFTER, PROBES_BEFORE},
     plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, PromptMode, MAX_REQUESTS_PER_RUN},
     prompts::{self, Prompts},
     record::{RecordOptions, RequestStart},
@@ -19,7 +20,9 @@ use tokenmeter_core::{
 use super::{
     cancel::CancelToken,
     clock::Clock,
-    conditions::{environment, level_conditions, no_response, Visibility},
+    conditions::{
+        environment, level_conditions, no_response, round_trips, Visibility, ROUND_TRIP_PROBE,
+    },
     live::Shared,
     request::{send, Target},
     schedule::Level,
@@ -218,6 +221,10 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         }
     });
 
+    // The network's round trip, before anything else is in flight (target A's).
+    let now_ms = || clock.now_ms();
+    let round_trips_before = round_trips(&plan.base_url, PROBES_BEFORE, &now_ms).await;
+
     // Warm-up: sequential, never summarised; it pays for connection set-up and the
     // first CORS preflight (of every target of an A/B plan).
     // (An SLO search starts at 1.)
@@ -340,10 +347,18 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     } else {
         RunStatus::Done
     };
+    // The round trip again once nothing is in flight: did the network move?
+    let round_trips_after = if cancel.is_cancelled() || round_trips_before.is_empty() {
+        Vec::new()
+    } else {
+        round_trips(&plan.base_url, PROBES_AFTER, &now_ms).await
+    };
     post(FromWorker::Progress(shared.snapshot()));
     let records = shared.finish();
     let mut environment = environment;
     environment.conditions.extend(conditions);
+    environment.network =
+        Network::estimate(round_trips_before, round_trips_after, ROUND_TRIP_PROBE);
     // Requests that got no response at all: the browser hides why (CORS, mixed
     // content, an unreachable host); probing once tells the user which.
     let n_no_response = records

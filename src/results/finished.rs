@@ -71,6 +71,11 @@ pub fn Finished(
                 .unwrap_or_default()
         })
     });
+    let network = document
+        .environment
+        .network
+        .as_ref()
+        .map(|n| (n.rtt_ms, n.said()));
     let has_notes = !document.environment.notes_in(Lang::En).is_empty();
     let cancelled = document.status == RunStatus::Cancelled;
     let verdict_text = {
@@ -122,6 +127,11 @@ pub fn Finished(
             {measured_by.map(|(browser, timer)| view! {
                 <p class="muted small" data-testid="measured-by">
                     {say(lang, "Measured in ", "测量浏览器：")}<span lang="en">{browser}</span>{timer}
+                </p>
+            })}
+            {network.map(|(rtt_ms, said)| view! {
+                <p class="muted small" data-testid="network-rtt" data-rtt-ms=format!("{rtt_ms:.3}")>
+                    {move || said.text(lang.get()).to_owned()}
                 </p>
             })}
             <p class="muted small">

@@ -35,7 +35,7 @@ pub const CORE: Layering = Layering {
         ),
         (
             "the wire and the browser",
-            &["sse", "stream", "browser", "prompts"],
+            &["sse", "stream", "browser", "prompts", "network"],
         ),
         ("the plan", &["plan"]),
         ("one request, the plan as typed", &["record", "draft"]),

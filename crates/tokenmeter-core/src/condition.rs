@@ -17,6 +17,7 @@ use crate::{
     browser::{self, Engine, HTTP1, HTTP1_CONNECTIONS_PER_HOST, QUIET_IN_FLIGHT, SLOW_SEND_US},
     error::Lang,
     lag::{StallCount, LAG_DISTORTS_P95_MS, LAG_NOTE_MS},
+    network::Network,
     plan::PromptMode,
     record::RequestRecord,
     summary::Summary,
@@ -35,6 +36,21 @@ fn six() -> u32 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", try_from = "ConditionWire")]
 pub enum RunCondition {
+    /// The network's round trip from the browser to the server was `rtt_ms` (the
+    /// fastest of `n_probes` small requests before the run; see
+    /// [`crate::network`]), `after_ms` after it when that differs enough to say
+    /// the network moved; of TTFT p50 at `concurrency` (`ttft_p50_ms`), one round
+    /// trip is the network's.
+    NetworkRoundTrip {
+        rtt_ms: f64,
+        n_probes: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_ms: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        concurrency: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttft_p50_ms: Option<f64>,
+    },
     /// The browser spoke HTTP/1.1 at a level above its per-host connection limit
     /// and held requests back before sending them.
     BrowserQueue {
@@ -211,6 +227,10 @@ struct ConditionWire {
     asked_mean: Option<f64>,
     produced_mean: Option<f64>,
     forced: Option<bool>,
+    rtt_ms: Option<f64>,
+    n_probes: Option<u32>,
+    after_ms: Option<f64>,
+    ttft_p50_ms: Option<f64>,
 }
 
 /// `cause` is a string in `no_response` and an object in `interrupted`.
@@ -323,6 +343,13 @@ impl TryFrom<ConditionWire> for RunCondition {
                 n_requests: need(w.n_requests, k, "n_requests")?,
                 share_pct: need(w.share_pct, k, "share_pct")?,
                 largest: need(w.largest, k, "largest")?,
+            },
+            "network_round_trip" => RunCondition::NetworkRoundTrip {
+                rtt_ms: need(w.rtt_ms, k, "rtt_ms")?,
+                n_probes: need(w.n_probes, k, "n_probes")?,
+                after_ms: w.after_ms,
+                concurrency: w.concurrency,
+                ttft_p50_ms: w.ttft_p50_ms,
             },
             "prompt_cache_hits" => RunCondition::PromptCacheHits {
                 mode: need(w.mode, k, "mode")?,
@@ -535,6 +562,36 @@ impl RunCondition {
                     format!("at concurrency {}, {n_requests} streams arrived in bursts (up to {share_pct:.0}% of their tokens together with others, up to {largest} at once) though the server makes tokens one by one: a gateway or proxy buffers or compresses text/event-stream, and TTFT, TPOT and ITL there are its releases. For nginx, turn gzip off for that type (leave text/event-stream out of gzip_types) and set proxy_buffering off, or have the server send the header X-Accel-Buffering: no; turn buffering and compression off for text/event-stream on Caddy, a CDN or an API gateway alike", at.join(", "))
                 }
             }
+            RunCondition::NetworkRoundTrip {
+                rtt_ms,
+                n_probes,
+                after_ms,
+                concurrency,
+                ttft_p50_ms,
+            } => {
+                let counted = n_probes.saturating_sub(1).max(1);
+                let share = match (concurrency, ttft_p50_ms) {
+                    (Some(c), Some(ttft)) if ttft > 0.0 => {
+                        let pct = (rtt_ms / ttft * 100.0).min(100.0);
+                        if zh {
+                            format!("；TTFT 里包含一次往返：并发 {c} 时 TTFT p50（{ttft:.0} 毫秒）中约 {pct:.0}% 是网络的，不是服务端的")
+                        } else {
+                            format!("; a TTFT holds one: about {pct:.0}% of TTFT p50 at concurrency {c} ({ttft:.0} ms) is the network's, not the server's")
+                        }
+                    }
+                    _ => String::new(),
+                };
+                let moved = match after_ms {
+                    Some(after) if zh => format!("；测试结束后往返为 {after:.0} 毫秒：网络在测试期间发生了变化，各档之间的差异可能来自网络"),
+                    Some(after) => format!("; after the run it was {after:.0} ms: the network changed while the run went, and differences between levels may be its"),
+                    None => String::new(),
+                };
+                if zh {
+                    format!("从这个浏览器到服务端的网络往返约 {rtt_ms:.0} 毫秒（测试前向 /models 发出的 {counted} 个小请求中最快的一个）{share}{moved}")
+                } else {
+                    format!("the network's round trip from this browser to the server was about {rtt_ms:.0} ms (the fastest of {counted} small requests to /models before the run){share}{moved}")
+                }
+            }
             RunCondition::PromptCacheHits {
                 mode,
                 n_requests,
@@ -557,6 +614,26 @@ impl RunCondition {
 /// Answers that ended before the length asked are worth a note from this share of
 /// the successful requests: one short answer among many says nothing.
 pub const STOPPED_EARLY_SHARE: f64 = 0.1;
+
+/// The network's round trip, when worth a note (see [`Network::is_worth_a_note`]),
+/// with the share of TTFT p50 it is at the lowest level measured clean.
+pub fn network(network: &Network, levels: &[Summary]) -> Option<RunCondition> {
+    if !network.is_worth_a_note() {
+        return None;
+    }
+    let lowest = levels
+        .iter()
+        .filter(|s| s.distorted.is_none() && s.concurrency.is_some_and(|c| c > 0))
+        .filter_map(|s| Some((s.concurrency?, s.ttft_ms?.p50)))
+        .min_by_key(|(c, _)| *c);
+    Some(RunCondition::NetworkRoundTrip {
+        rtt_ms: network.rtt_ms,
+        n_probes: network.before_ms.len() as u32,
+        after_ms: network.moved_to_ms(),
+        concurrency: lowest.map(|(c, _)| c),
+        ttft_p50_ms: lowest.map(|(_, t)| t),
+    })
+}
 
 /// The run's answers that ended on their own before the length asked (`total`,
 /// the whole run's summary), when they are a tenth of the successes or more.
@@ -1273,6 +1350,42 @@ mod tests {
             usage.cached_tokens = cached;
         }
         r
+    }
+
+    #[test]
+    fn the_network_s_round_trip_is_said_when_it_is_long_or_moved_and_only_then() {
+        let mut level = crate::summary::LevelStats::new(1);
+        for i in 0..4 {
+            level.add(&crate::chart::tests_support::record(i + 1, 1, 200, 20));
+        }
+        let levels = vec![level.summary(&Default::default())];
+        let far =
+            Network::estimate(vec![180.0, 61.0, 60.0, 62.0, 64.0], vec![], "GET /models").unwrap();
+        let said = network(&far, &levels).unwrap();
+        assert_eq!(
+            said,
+            RunCondition::NetworkRoundTrip {
+                rtt_ms: 60.0,
+                n_probes: 5,
+                after_ms: None,
+                concurrency: Some(1),
+                ttft_p50_ms: Some(200.0)
+            }
+        );
+        assert_eq!(said.text(Lang::En), "the network's round trip from this browser to the server was about 60 ms (the fastest of 4 small requests to /models before the run); a TTFT holds one: about 30% of TTFT p50 at concurrency 1 (200 ms) is the network's, not the server's");
+        assert!(said.text(Lang::Zh).contains("约 30% 是网络的"));
+        let json = serde_json::to_string(&said).unwrap();
+        assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), said);
+        // Loopback: nothing to say.
+        let near = Network::estimate(vec![1.5, 0.3, 0.4], vec![0.4, 0.3], "GET /models").unwrap();
+        assert_eq!(network(&near, &levels), None);
+        // A network that moved is said, whatever its length.
+        let moved =
+            Network::estimate(vec![3.0, 2.0, 2.5], vec![40.0, 30.0], "GET /models").unwrap();
+        assert!(network(&moved, &levels)
+            .unwrap()
+            .text(Lang::En)
+            .contains("after the run it was 30 ms: the network changed"));
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub enum Finding {
         /// TTFT's growth per 1,000 computed input tokens at that level, where
         /// input lengths varied ([`Summary::ttft_ms_per_1k_input`]).
         ms_per_1k_input: Option<f64>,
+        /// The network's round trip, left out of `ttft_ms` (when measured and
+        /// worth saying).
+        network_ms: Option<f64>,
     },
     /// TPOT p50 rose at every step, `from_ms` → `to_ms`; per-request speed fell while
     /// the total grew (when `batching` holds those figures).
@@ -171,7 +174,12 @@ impl Finding {
                     (false, false) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 did not grow ({p50_growth:.1}×): queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
                 }
             }
-            Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens, ms_per_1k_input } => {
+            Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens, ms_per_1k_input, network_ms } => {
+                let network = match network_ms {
+                    Some(rtt) if zh => format!("（已除去 {rtt:.0} 毫秒的网络往返）"),
+                    Some(rtt) => format!(" (the network's round trip of {rtt:.0} ms left out)"),
+                    None => String::new(),
+                };
                 let prompt = match (prompt_tokens, ms_per_1k_input) {
                     (Some(n), Some(slope)) if zh => format!("（提示约 {n:.0} 个 token，每多 1000 个输入 token 首 token 晚 {slope:.0} 毫秒）"),
                     (Some(n), Some(slope)) => format!(" (prompts of about {n:.0} tokens; each 1,000 more input tokens delayed the first token by {slope:.0} ms)"),
@@ -180,9 +188,9 @@ impl Finding {
                     (None, _) => String::new(),
                 };
                 if zh {
-                    format!("并发 {concurrency} 时没有排队，首 token 仍要 {ttft_ms:.0} 毫秒{prompt}，是 TPOT（{tpot_ms:.1} 毫秒）的 {:.0} 倍：时间花在预填充（以及网络）上。方向：缩短输入、前缀缓存、更快的预填充。", ttft_ms / tpot_ms)
+                    format!("并发 {concurrency} 时没有排队，首 token 仍要 {ttft_ms:.0} 毫秒{network}{prompt}，是 TPOT（{tpot_ms:.1} 毫秒）的 {:.0} 倍：时间花在预填充（以及网络）上。方向：缩短输入、前缀缓存、更快的预填充。", ttft_ms / tpot_ms)
                 } else {
-                    format!("at concurrency {concurrency}, with no queue, the first token still took {ttft_ms:.0} ms{prompt}, {:.0}× the TPOT of {tpot_ms:.1} ms: the time goes to prefill (and the network). Try shorter inputs, prefix caching, a faster prefill.", ttft_ms / tpot_ms)
+                    format!("at concurrency {concurrency}, with no queue, the first token still took {ttft_ms:.0} ms{network}{prompt}, {:.0}× the TPOT of {tpot_ms:.1} ms: the time goes to prefill (and the network). Try shorter inputs, prefix caching, a faster prefill.", ttft_ms / tpot_ms)
                 }
             }
             Finding::Decode { from, to, from_ms, to_ms, batching } => {
@@ -354,8 +362,17 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
             Some(Finding::NetworkOrGateway { server_ms, .. }) => Some(server_ms),
             _ => server_prompt_p50(document, from),
         };
+        // What the browser measured holds the network's round trip: left out
+        // before prefill is blamed.
+        let network_ms = document
+            .environment
+            .network
+            .as_ref()
+            .filter(|n| n.is_worth_a_note() && server_prompt_ms.is_none())
+            .map(|n| n.rtt_ms);
         if let (Some(ttft), Some(tpot)) = (
-            server_prompt_ms.or(p50_ms(lo, |s| s.ttft_ms)),
+            server_prompt_ms
+                .or(p50_ms(lo, |s| s.ttft_ms).map(|t| (t - network_ms.unwrap_or(0.0)).max(0.0))),
             p50_ms(lo, |s| s.tpot_ms),
         ) {
             if ttft >= PREFILL_MS.max(PREFILL_TPOTS * tpot) {
@@ -365,6 +382,7 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
                     tpot_ms: tpot,
                     prompt_tokens: lo.input_tokens.map(|d| d.mean),
                     ms_per_1k_input: lo.ttft_ms_per_1k_input,
+                    network_ms,
                 });
             }
         }
@@ -699,6 +717,35 @@ mod tests {
         doc.levels[0].ttft_ms_per_1k_input = Some(190.0);
         assert!(said(&doc, Lang::En).contains("(prompts of about 2000 tokens; each 1,000 more input tokens delayed the first token by 190 ms)"));
         assert!(said(&doc, Lang::Zh).contains("每多 1000 个输入 token 首 token 晚 190 毫秒"));
+    }
+
+    #[test]
+    fn the_network_s_round_trip_is_left_out_before_prefill_is_blamed() {
+        // 1.1 s to the first token, of which 300 ms the network: 800 ms of prefill
+        // is under the threshold.
+        let mut doc = empty();
+        doc.levels = vec![level(1, 8, 0, (1100.0, 1200.0), (18.3, 22.1), 54.6, 436.8)];
+        let prefill = |doc: &RunDocument| {
+            diagnose(doc)
+                .into_iter()
+                .find(|f| f.cause() == Cause::Prefill)
+        };
+        assert!(
+            prefill(&doc).is_some(),
+            "without a measured network, all of it is the server's"
+        );
+        doc.environment.network =
+            crate::network::Network::estimate(vec![320.0, 300.0, 301.0], vec![], "GET /models");
+        assert!(prefill(&doc).is_none(), "{:?}", diagnose(&doc));
+        // 1.5 s with 300 ms of network: still prefill, and said so.
+        doc.levels = vec![level(1, 8, 0, (1500.0, 1600.0), (18.3, 22.1), 54.6, 436.8)];
+        let text = prefill(&doc).unwrap().text(Lang::En);
+        assert!(
+            text.contains(
+                "the first token still took 1200 ms (the network's round trip of 300 ms left out)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod json;
 pub mod lag;
 pub mod live;
 pub mod locust;
+pub mod network;
 pub mod plan;
 pub mod prompts;
 pub mod record;

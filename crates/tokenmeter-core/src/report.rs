@@ -13,6 +13,7 @@ use crate::{
     error::Lang,
     json,
     lag::{StallCount, LAG_DISTORTS_P95_MS},
+    network::Network,
     plan::Plan,
     record::RequestRecord,
     search::{self, SearchOutcome},
@@ -79,6 +80,10 @@ pub struct Environment {
     /// whether the tool or the server was the limit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub engine_load: Vec<EngineLoad>,
+    /// The network's round trip to the server, from probes around the run
+    /// (absent when none answered, and in runs measured elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
 }
 
 /// The measuring engine's own load during one level.
@@ -265,6 +270,11 @@ impl RunDocument {
         environment
             .conditions
             .extend(condition::buffered_stream(&levels));
+        if let Some(network) = &environment.network {
+            environment
+                .conditions
+                .extend(condition::network(network, &levels));
+        }
         let total = total.summary(&plan.slo);
         environment
             .conditions

@@ -60,6 +60,11 @@ pub struct SimConfig {
     /// `timings` do not count.
     #[arg(long, default_value_t = 0.0)]
     pub gateway_delay_ms: f64,
+    /// A network between client and server: its round trip, ms, half each way (a
+    /// request waits half before the server sees it; the response's headers and
+    /// every piece of its body arrive half after they were written). 0: none.
+    #[arg(long, default_value_t = 0.0)]
+    pub rtt_ms: f64,
     /// How long a `hang` request holds back its headers, and a `done-hold` body stays
     /// open after `[DONE]`, seconds.
     #[arg(long, default_value_t = 120.0)]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{chat_body, fast_config, post_chat, send, start};
+use common::{chat_body, fast_config, post_chat, send, start, truth};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -273,4 +273,62 @@ async fn timings_say_what_the_server_spent_and_a_gateway_adds_what_they_do_not()
         .await
         .events();
     assert!(!events.iter().any(|e| e.contains("\"timings\"")));
+}
+
+#[tokio::test]
+async fn a_network_delays_each_direction_by_half_its_round_trip_and_keeps_the_spacing() {
+    let mut config = fast_config();
+    config.rtt_ms = 80.0;
+    let sim = start(config).await;
+    // A tiny answer costs one round trip.
+    let sent = std::time::Instant::now();
+    let models = send(sim.addr, "GET", "/v1/models", &[], None).await;
+    assert_eq!(models.status, 200);
+    let ms = sent.elapsed().as_secs_f64() * 1e3;
+    assert!((80.0..130.0).contains(&ms), "{ms} ms");
+    // A stream: the request reaches the server half a round trip after it was
+    // sent (the truth's times are the server's socket's, which the response's
+    // half is behind); the gaps between tokens as written.
+    let r = post_chat(sim.addr, &[], &chat_body(6, true)).await;
+    let truth = truth(sim.addr).await;
+    let request = &truth["requests"][0];
+    let written: Vec<f64> = request["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["written_us"].as_f64().unwrap() / 1e3)
+        .collect();
+    let server_ttft = written[0] - request["accepted_us"].as_f64().unwrap() / 1e3;
+    let arrived: Vec<f64> = r
+        .frames
+        .iter()
+        // Tokens: a content that is not the opening role chunk's empty one.
+        .filter(|(_, bytes)| {
+            bytes.windows(11).any(|w| w == b"\"content\":\"")
+                && !bytes.windows(12).any(|w| w == b"\"content\":\"\"")
+        })
+        .map(|(at, _)| at.duration_since(r.sent_at).as_secs_f64() * 1e3)
+        .collect();
+    let added = arrived[0] - server_ttft;
+    let whole = arrived[0];
+    assert!(
+        whole >= 80.0,
+        "a first token a round trip and more after sending: {whole} ms"
+    );
+    assert!((39.0..70.0).contains(&added), "the network added {added} ms to TTFT: arrived {arrived:?}, written {written:?}, accepted {}", request["accepted_us"]);
+    for i in 1..written.len().min(arrived.len()) {
+        let (server_gap, client_gap) = (written[i] - written[i - 1], arrived[i] - arrived[i - 1]);
+        assert!(
+            (server_gap - client_gap).abs() < 15.0,
+            "gap {i}: written {server_gap}, arrived {client_gap}"
+        );
+    }
+    // The simulator's own endpoints answer at once.
+    let sent = std::time::Instant::now();
+    let _ = truth_now(sim.addr).await;
+    assert!(sent.elapsed().as_secs_f64() * 1e3 < 40.0);
+}
+
+async fn truth_now(addr: std::net::SocketAddr) -> Value {
+    common::truth(addr).await
 }

@@ -10,6 +10,7 @@
 
 mod completion;
 mod gateway;
+mod network;
 mod routes;
 mod stream;
 mod whole;

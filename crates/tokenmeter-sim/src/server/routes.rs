@@ -29,6 +29,11 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/sim/config", get(sim_config))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), cors))
+        // Outside CORS: a preflight crosses the network too.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            super::network::network,
+        ))
         .with_state(state)
 }
 
