@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use tokenmeter_core::{
     condition::{self, RunCondition},
+    network::TimedBy,
     report::{EngineLoad, Environment},
 };
 use wasm_bindgen::{JsCast, JsValue};
@@ -143,13 +144,13 @@ pub async fn no_response(
 /// Whether a GET of `url` in `mode` got a response (an opaque one counts), within
 /// [`PROBE_WITHIN`].
 async fn probe(url: &str, mode: RequestMode) -> bool {
-    timed_probe(url, mode, &|| 0.0).await.is_some()
+    timed_probe(url, mode).await.is_some()
 }
 
 /// How long a GET of `url` in `mode` took to its response headers (an opaque
-/// response counts), by `now_ms`; `None` without one within [`PROBE_WITHIN`].
-/// Never from the HTTP cache.
-async fn timed_probe(url: &str, mode: RequestMode, now_ms: &dyn Fn() -> f64) -> Option<f64> {
+/// response counts) on the global's `performance.now()`, and when it started;
+/// `None` without one within [`PROBE_WITHIN`]. Never from the HTTP cache.
+async fn timed_probe(url: &str, mode: RequestMode) -> Option<(f64, f64)> {
     let controller = AbortController::new().ok()?;
     let init = RequestInit::new();
     init.set_method("GET");
@@ -157,7 +158,8 @@ async fn timed_probe(url: &str, mode: RequestMode, now_ms: &dyn Fn() -> f64) -> 
     init.set_cache(web_sys::RequestCache::NoStore);
     init.set_signal(Some(&controller.signal()));
     let global = js_sys::global();
-    let started = now_ms();
+    let performance = super::clock::performance();
+    let started = performance.now();
     let request = match global.dyn_ref::<web_sys::WorkerGlobalScope>() {
         Some(worker) => worker.fetch_with_str_and_init(url, &init),
         None => global
@@ -167,7 +169,7 @@ async fn timed_probe(url: &str, mode: RequestMode, now_ms: &dyn Fn() -> f64) -> 
     let answered = JsFuture::from(request);
     let late = gloo_timers::future::sleep(PROBE_WITHIN);
     match select(answered, late).await {
-        Either::Left((Ok(_), _)) => Some(now_ms() - started),
+        Either::Left((Ok(_), _)) => Some((performance.now() - started, started)),
         Either::Left((Err(_), _)) => None,
         Either::Right(_) => {
             controller.abort();
@@ -176,24 +178,60 @@ async fn timed_probe(url: &str, mode: RequestMode, now_ms: &dyn Fn() -> f64) -> 
     }
 }
 
-/// The network's round trip to `base_url`, `n` times: `GET {base}/models`, one
-/// after another, without the key and without CORS (any server answers, and its
-/// answer is not read), each timed to its response headers. Those that got no
-/// response end the probing: a host that does not answer within
-/// [`PROBE_WITHIN`] holds the run back once, not `n` times. (See
-/// [`tokenmeter_core::network`].)
-pub async fn round_trips(base_url: &str, n: usize, now_ms: &dyn Fn() -> f64) -> Vec<f64> {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        match timed_probe(&url, RequestMode::NoCors, now_ms).await {
-            Some(ms) => times.push(ms),
-            None => break,
+/// How long Resource Timing says the probe of `url` started at `started` took
+/// from sending to its response headers, when the server lets the page see it
+/// (`Timing-Allow-Origin`): the browser's own time before sending left out. Its
+/// entry is queued once the answer's body is in: waited for a little.
+async fn resource_round_trip(url: &str, started: f64) -> Option<f64> {
+    let performance = super::clock::performance();
+    for _ in 0..20 {
+        let entry = performance
+            .get_entries_by_name(url)
+            .iter()
+            .filter_map(|e| e.dyn_into::<web_sys::PerformanceResourceTiming>().ok())
+            .rfind(|e| e.start_time() >= started - 1.0);
+        if let Some(e) = entry {
+            let (sent, answered) = (e.request_start(), e.response_start());
+            return (sent > 0.0 && answered >= sent).then_some(answered - sent);
         }
+        gloo_timers::future::sleep(Duration::from_millis(5)).await;
     }
-    times
+    None
+}
+
+/// The network's round trip to `base_url`, `n` times: `GET {base}/models`, one
+/// after another, without the key (any server answers, even with a 401 or a 404,
+/// and the answer is not read). With CORS when the server allows it for this
+/// page, so that Resource Timing can time each probe from the request leaving
+/// the browser to the response headers (where the server also sends
+/// `Timing-Allow-Origin`); else without CORS, timed from the call to the
+/// headers. A probe that got no response ends the probing: a host that does not
+/// answer within [`PROBE_WITHIN`] holds the run back once, not `n` times. (See
+/// [`tokenmeter_core::network`].)
+pub async fn round_trips(base_url: &str, n: usize) -> (Vec<f64>, TimedBy) {
+    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let mode = if timed_probe(&url, RequestMode::Cors).await.is_some() {
+        RequestMode::Cors
+    } else {
+        RequestMode::NoCors
+    };
+    let (mut fetch, mut resource) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let Some((ms, started)) = timed_probe(&url, mode).await else {
+            break;
+        };
+        fetch.push(ms);
+        resource.push(match mode {
+            RequestMode::Cors => resource_round_trip(&url, started).await,
+            _ => None,
+        });
+    }
+    match resource.into_iter().collect::<Option<Vec<f64>>>() {
+        Some(times) if !times.is_empty() => (times, TimedBy::ResourceTiming),
+        _ => (fetch, TimedBy::Fetch),
+    }
 }
 
 /// What a round-trip probe is, as the run document says it.
 pub const ROUND_TRIP_PROBE: &str =
-    "GET {base}/models, without the key and without CORS, timed to its response headers";
+    "GET {base}/models, without the key, never from the HTTP cache (with CORS where the server allows it)";

@@ -222,8 +222,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     });
 
     // The network's round trip, before anything else is in flight (target A's).
-    let now_ms = || clock.now_ms();
-    let round_trips_before = round_trips(&plan.base_url, PROBES_BEFORE, &now_ms).await;
+    let (round_trips_before, timed_by) = round_trips(&plan.base_url, PROBES_BEFORE).await;
 
     // Warm-up: sequential, never summarised; it pays for connection set-up and the
     // first CORS preflight (of every target of an A/B plan).
@@ -348,17 +347,25 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         RunStatus::Done
     };
     // The round trip again once nothing is in flight: did the network move?
+    // (Timed as those before were, or not counted.)
     let round_trips_after = if cancel.is_cancelled() || round_trips_before.is_empty() {
         Vec::new()
     } else {
-        round_trips(&plan.base_url, PROBES_AFTER, &now_ms).await
+        match round_trips(&plan.base_url, PROBES_AFTER).await {
+            (times, timed) if timed == timed_by => times,
+            _ => Vec::new(),
+        }
     };
     post(FromWorker::Progress(shared.snapshot()));
     let records = shared.finish();
     let mut environment = environment;
     environment.conditions.extend(conditions);
-    environment.network =
-        Network::estimate(round_trips_before, round_trips_after, ROUND_TRIP_PROBE);
+    environment.network = Network::estimate(
+        round_trips_before,
+        round_trips_after,
+        ROUND_TRIP_PROBE,
+        timed_by,
+    );
     // Requests that got no response at all: the browser hides why (CORS, mixed
     // content, an unreachable host); probing once tells the user which.
     let n_no_response = records

@@ -1359,8 +1359,13 @@ mod tests {
             level.add(&crate::chart::tests_support::record(i + 1, 1, 200, 20));
         }
         let levels = vec![level.summary(&Default::default())];
-        let far =
-            Network::estimate(vec![180.0, 61.0, 60.0, 62.0, 64.0], vec![], "GET /models").unwrap();
+        let far = Network::estimate(
+            vec![180.0, 61.0, 60.0, 62.0, 64.0],
+            vec![],
+            "GET /models",
+            crate::network::TimedBy::Fetch,
+        )
+        .unwrap();
         let said = network(&far, &levels).unwrap();
         assert_eq!(
             said,
@@ -1377,11 +1382,22 @@ mod tests {
         let json = serde_json::to_string(&said).unwrap();
         assert_eq!(serde_json::from_str::<RunCondition>(&json).unwrap(), said);
         // Loopback: nothing to say.
-        let near = Network::estimate(vec![1.5, 0.3, 0.4], vec![0.4, 0.3], "GET /models").unwrap();
+        let near = Network::estimate(
+            vec![1.5, 0.3, 0.4],
+            vec![0.4, 0.3],
+            "GET /models",
+            crate::network::TimedBy::Fetch,
+        )
+        .unwrap();
         assert_eq!(network(&near, &levels), None);
         // A network that moved is said, whatever its length.
-        let moved =
-            Network::estimate(vec![3.0, 2.0, 2.5], vec![40.0, 30.0], "GET /models").unwrap();
+        let moved = Network::estimate(
+            vec![3.0, 2.0, 2.5],
+            vec![40.0, 30.0],
+            "GET /models",
+            crate::network::TimedBy::Fetch,
+        )
+        .unwrap();
         assert!(network(&moved, &levels)
             .unwrap()
             .text(Lang::En)

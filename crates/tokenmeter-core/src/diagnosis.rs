@@ -734,8 +734,12 @@ mod tests {
             prefill(&doc).is_some(),
             "without a measured network, all of it is the server's"
         );
-        doc.environment.network =
-            crate::network::Network::estimate(vec![320.0, 300.0, 301.0], vec![], "GET /models");
+        doc.environment.network = crate::network::Network::estimate(
+            vec![320.0, 300.0, 301.0],
+            vec![],
+            "GET /models",
+            crate::network::TimedBy::Fetch,
+        );
         assert!(prefill(&doc).is_none(), "{:?}", diagnose(&doc));
         // 1.5 s with 300 ms of network: still prefill, and said so.
         doc.levels = vec![level(1, 8, 0, (1500.0, 1600.0), (18.3, 22.1), 54.6, 436.8)];
