@@ -8,9 +8,11 @@
 //!   browser engines and their drivers, node).
 //! - `cargo xtask bench core|sim|accuracy|load|memory|size`: benchmarks that print figures.
 //! - `cargo xtask tidy`: the import layering of the core and the page, checked.
+//! - `cargo xtask fuzz [N]`: every reader fed N made-up and mutated inputs.
 
 mod bench;
 mod csp;
+mod fuzz;
 mod procs;
 mod serve;
 mod setup;
@@ -31,6 +33,7 @@ usage: cargo xtask <command>
   setup                             install what is missing, print what was found
   bench core|sim|accuracy|load|memory|size  benchmarks; they print figures, they assert nothing
   tidy                              the core's and the page's imports against their layers
+  fuzz [N]                          every reader fed N made-up and mutated inputs (100,000 by default)
 ";
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         .map(drop),
         Some("bench") => bench::run(rest),
         Some("tidy") => tidy::run(),
+        Some("fuzz") => fuzz::run(rest),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())
