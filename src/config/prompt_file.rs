@@ -97,7 +97,7 @@ pub fn PromptFileField(
                 <input
                     type="file"
                     data-testid="prompt-file"
-                    accept=".jsonl,.json,.txt,.csv,application/json,text/plain"
+                    accept=".jsonl,.json,.txt,application/json,text/plain"
                     prop:disabled=move || running.get()
                     on:change=on_change
                 />
