@@ -24,18 +24,18 @@ pub fn download(name: &str, mime: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
+/// The file chosen in the file input an event came from, if any.
+fn chosen(event: &leptos::ev::Event) -> Option<web_sys::File> {
+    event
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())?
+        .files()?
+        .get(0)
+}
+
 /// Reads the file chosen in a file input and hands its text to `apply`.
 pub fn read_file(event: leptos::ev::Event, apply: impl Fn(String) + 'static) {
-    let Some(input) = event
-        .target()
-        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-    else {
-        return;
-    };
-    let Some(file) = input.files().and_then(|files| files.get(0)) else {
-        return;
-    };
-    let Ok(reader) = web_sys::FileReader::new() else {
+    let (Some(file), Ok(reader)) = (chosen(&event), web_sys::FileReader::new()) else {
         return;
     };
     let on_load = Closure::once({
@@ -55,16 +55,7 @@ pub fn read_file(event: leptos::ev::Event, apply: impl Fn(String) + 'static) {
 /// Reads the file chosen in a file input and hands its name and bytes to `apply`
 /// (for files whose bytes matter: a prompt file is identified by its hash).
 pub fn read_file_bytes(event: leptos::ev::Event, apply: impl Fn(String, Vec<u8>) + 'static) {
-    let Some(input) = event
-        .target()
-        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-    else {
-        return;
-    };
-    let Some(file) = input.files().and_then(|files| files.get(0)) else {
-        return;
-    };
-    let Ok(reader) = web_sys::FileReader::new() else {
+    let (Some(file), Ok(reader)) = (chosen(&event), web_sys::FileReader::new()) else {
         return;
     };
     let name = file.name();

@@ -1405,6 +1405,26 @@ mod tests {
     }
 
     #[test]
+    fn a_file_s_prompts_served_from_the_cache_are_said_and_only_then() {
+        // Prompts of their own, nothing cached: silent.
+        let fresh: Vec<RequestRecord> = (0..8).map(|i| cached(i, 600, Some(0), false)).collect();
+        assert_eq!(prompt_cache(PromptMode::File, &fresh), None);
+        // A file of one prompt, sent eight times: the repeats are cache hits.
+        let repeated: Vec<RequestRecord> = (0..8)
+            .map(|i| cached(i, 600, Some(if i == 0 { 0 } else { 592 }), false))
+            .collect();
+        let said = prompt_cache(PromptMode::File, &repeated).unwrap();
+        assert!(
+            said.text(Lang::En)
+                .contains("7 of 8 requests were answered mostly from the server's prompt cache"),
+            "{}",
+            said.text(Lang::En)
+        );
+        assert!(said.text(Lang::En).contains("repeated them"));
+        assert!(said.text(Lang::Zh).contains("同一提示词被重复发送"));
+    }
+
+    #[test]
     fn cache_hits_are_said_when_the_server_says_so_and_only_then() {
         // One prompt for all: the first computed, the rest from the cache.
         let same: Vec<RequestRecord> = (0..8)
