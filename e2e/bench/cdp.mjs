@@ -159,11 +159,6 @@ async function connect(wsUrl) {
       })()`);
     },
     /**
-     * tokenmeter's JSON export, caught as the Blob it would download: its text,
-     * or what `reduce` (JavaScript source of a function of the text) makes of it
-     * in the page, for exports too large to ship over this socket whole.
-     */
-    /**
      * Clicks `export-json` and returns `reduce` of the file's text, taken from the
      * blob the page links for download (the link's click is caught, so nothing is
      * saved). The exports are a piece fetched on first use: the file comes later

@@ -3,7 +3,9 @@
 // kept in history, does it survive a reload, does it export, and how much memory did
 // the page and the engine worker each take at their peak (V8 heap, and WebAssembly
 // memory), and the browser's renderer process (both, and the browser's own share)
-// in all? Prints figures; asserts nothing.
+// in all? Then hostile servers, one in a fresh tab each (its own engine worker):
+// what each request was counted as, the most bytes read of one answer, how long the
+// run took and the engine worker's peak memory. Prints figures; asserts nothing.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { serveStatic } from '../lib/static-server.mjs';
@@ -105,8 +107,61 @@ try {
   console.log(`peak in the page: ${mib(peak.pageJs)} JS heap + ${mib(peak.pageWasm)} WebAssembly memory; in the engine worker: ${mib(peak.workerJs)} JS heap + ${mib(peak.workerWasm)} WebAssembly memory`);
   console.log(`renderer processes (page + engine worker share one): before ${renderer(before) || '–'}; at the end ${renderer(after)}; largest resident size sampled during the run ${peakDuring.toFixed(0)} MiB`);
   await page.close();
+  await hostileServers();
 } finally {
   browser.close();
   sim.close();
   await site.close();
+}
+
+/** The simulator's hostile faults, each against a fresh tab. */
+async function hostileServers() {
+  const faults = ['endless-headers', 'huge-line', 'million-events', 'keep-alive-forever', 'gzip-bomb', 'html-200', 'endless-error', 'endless'];
+  const [concurrency, requests, timeoutS] = SMOKE ? [2, 2, 2] : [4, 16, 5];
+  const rows = [];
+  for (const fault of faults) {
+    const hostile = await startSim(['--fault', fault, '--hang-s', '30']);
+    try {
+      const tab = await browser.newPage(site.url, { countWasm: true });
+      await tab.waitFor(`!!document.querySelector('[data-testid="run"]')`, 30_000);
+      await tab.watchWorkers();
+      const peak = { js: 0, wasm: 0 };
+      const sample = async () => {
+        for (const w of (await tab.heaps()).workers) {
+          peak.js = Math.max(peak.js, w.jsMiB);
+          peak.wasm = Math.max(peak.wasm, w.wasmMiB);
+        }
+      };
+      const started = Date.now();
+      await tab.startRun({
+        'base-url': hostile.baseUrl,
+        levels: String(concurrency),
+        'requests-per-level': String(requests),
+        'max-tokens': '12',
+        warmup: '0',
+        timeout: String(timeoutS),
+      });
+      const sampler = setInterval(sample, 100);
+      await tab.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 300_000, 100);
+      clearInterval(sampler);
+      await sample();
+      const seconds = (Date.now() - started) / 1e3;
+      const shown = await tab.exportJson(`(text) => {
+        const records = JSON.parse(text).records;
+        return {
+          kinds: [...new Set(records.map((r) => r.error?.kind ?? 'ok'))],
+          failed: records.filter((r) => r.error).length,
+          maxBytes: Math.max(...records.map((r) => r.n_bytes)),
+        };
+      }`);
+      rows.push(`| ${fault} | ${shown.kinds.join(', ')} | ${shown.failed} of ${requests} | ${(shown.maxBytes / 2 ** 10).toFixed(0)} KiB | ${seconds.toFixed(1)} s | ${peak.js.toFixed(1)} MiB JS + ${peak.wasm.toFixed(1)} MiB WebAssembly |`);
+      await tab.close();
+    } finally {
+      hostile.close();
+    }
+  }
+  console.log(`\nhostile servers: ${requests} requests at concurrency ${concurrency}, timeout ${timeoutS} s, max_tokens 12, each fault in a fresh tab`);
+  console.log('| fault | counted as | failed | most read of one answer | run | engine worker at its peak |');
+  console.log('|---|---|---|---|---|---|');
+  for (const row of rows) console.log(row);
 }

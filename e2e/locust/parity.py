@@ -73,6 +73,8 @@ def main(locustfile, fixture_path):
         for field, want in case["expect"].items():
             if field == "error":
                 have = got["error"]["kind"] if got["error"] else None
+            elif field == "error_detail":
+                have = got["error"]["detail"] if got["error"] else None
             elif field == "retry_after_s":
                 have = got["error"].get("retry_after_s") if got["error"] else None
             elif field == "completion_tokens":

@@ -112,6 +112,12 @@ pub async fn send(
     options: RecordOptions,
 ) -> (RequestRecord, SendCost) {
     let mut cost = SendCost::default();
+    let asked_tokens = target.bodies.asked_tokens(start.id);
+    let options = RecordOptions {
+        // An answer far past what was asked is stopped there, not at the timeout.
+        response_limits: options.response_limits.for_asked(asked_tokens),
+        ..options
+    };
     let mut builder = RecordBuilder::new(start, options);
     let Ok(controller) = AbortController::new() else {
         let end = StreamEnd::NetworkError {
@@ -185,7 +191,7 @@ pub async fn send(
     };
     let body_end_us = clock.now_us();
     let mut record = builder.finish(end, body_end_us);
-    record.asked_tokens = target.bodies.asked_tokens(start.id);
+    record.asked_tokens = asked_tokens;
     // A server or gateway may echo the key back in an error: it never leaves here.
     if let Some(error) = record.error.as_mut() {
         let secrets: Vec<&str> = target.secrets.iter().map(String::as_str).collect();
@@ -375,7 +381,8 @@ async fn pipe_to_end(
             chunk.copy_to(bytes);
             builder.on_bytes(bytes, at_us);
             if builder.has_stream_error() {
-                // An error inside a 200 stream: the verdict is in; stop downloading.
+                // An error inside a 200 stream, or past a limit: the verdict is in;
+                // stop downloading.
                 sink.over = true;
                 sink.stream_error = true;
                 controller.abort();

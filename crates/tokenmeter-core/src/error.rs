@@ -248,12 +248,12 @@ impl ErrorKind {
                 "超时前没有任何响应：请求在排队或服务不可用。调大超时，或退回上一档并发。",
             ),
             ErrorKind::TimeoutMidStream => (
-                "The stream did not finish in time: raise the timeout or lower max_tokens; at this concurrency decoding is too slow.",
-                "流在超时前没有结束：调大超时或调小 max_tokens；在这个并发下解码太慢。",
+                "The stream did not finish in time: raise the timeout or lower max_tokens; at this concurrency decoding is too slow. If no token came at all (only keep-alive comments), the server or a gateway is holding the request.",
+                "流在超时前没有结束：调大超时或调小 max_tokens；在这个并发下解码太慢。如果一个 token 都没来（只有 keep-alive 注释），是服务端或网关把请求挂住了。",
             ),
             ErrorKind::Network => (
-                "The browser got no response: the server must allow CORS from this page (Access-Control-Allow-Origin), an HTTPS page cannot call http://, or the server is not reachable.",
-                "浏览器没有收到响应：服务端需要允许本页面的跨域请求（Access-Control-Allow-Origin）；HTTPS 页面不能调用 http:// 地址；或者服务不可达。",
+                "The browser got no response: the server must allow CORS from this page (Access-Control-Allow-Origin), an HTTPS page cannot call http://, the server is not reachable, or the browser refused its answer (headers too large, a broken response); the browser's console says which.",
+                "浏览器没有收到响应：服务端需要允许本页面的跨域请求（Access-Control-Allow-Origin）；HTTPS 页面不能调用 http:// 地址；服务不可达；或者浏览器拒收了它的响应（响应头过大、响应损坏）。浏览器控制台会写明是哪一种。",
             ),
             ErrorKind::NotEventStream => (
                 "The server answered, but not with text/event-stream: it may ignore stream: true, or the URL points at a web page instead of the API.",
@@ -276,8 +276,8 @@ impl ErrorKind {
                 "某个事件不是合法 JSON：服务端或中间代理破坏了流。",
             ),
             ErrorKind::EventTooLarge => (
-                "One event exceeded the size limit: if that is legitimate, raise the limit in the advanced settings.",
-                "单个事件超过大小上限：如果这是正常的，在高级设置里调大上限。",
+                "One line or event went past 1 MiB, the most tokenmeter reads of one, and it stopped reading there: what came is not a token stream (a line without end, binary data, a body that decompresses without end), or the server packs far more text into one event than a model writes at once.",
+                "单行或单个事件超过 1 MiB（tokenmeter 读取单个事件的上限），已在此处停止读取：收到的不是 token 流（没有换行的长行、二进制数据、解压后无穷大的响应体），或者服务端把远超模型一次所写的文本塞进了一个事件。",
             ),
             ErrorKind::ResponseTooLarge => (
                 "The answer went past the most tokenmeter reads of one response, and it stopped reading there: the server may ignore max_tokens or never end its stream. Check that max_tokens is honoured (vLLM: --max-model-len; a gateway may drop the field).",

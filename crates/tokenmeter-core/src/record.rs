@@ -351,7 +351,7 @@ impl Reads {
 
 /// The most one response is read for: a server that ignores `max_tokens`, or never
 /// ends its stream, would otherwise grow a record (8 bytes a token) until the
-/// timeout, at every concurrency at once. Beyond either limit reading stops and the
+/// timeout, at every concurrency at once. Beyond any limit reading stops and the
 /// request fails as [`ErrorKind::ResponseTooLarge`], saying which limit it met.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResponseLimits {
@@ -360,6 +360,9 @@ pub struct ResponseLimits {
     pub max_events: u64,
     /// Body bytes.
     pub max_bytes: u64,
+    /// Events carrying tokens, from the request's `max_tokens` (see
+    /// [`ResponseLimits::for_asked`]); `None` where the request set none.
+    pub max_token_events: Option<u64>,
 }
 
 impl Default for ResponseLimits {
@@ -367,9 +370,35 @@ impl Default for ResponseLimits {
         ResponseLimits {
             max_events: 1 << 19,
             max_bytes: 1 << 27,
+            max_token_events: None,
         }
     }
 }
+
+/// Token events allowed per token asked for, and on top: a server honouring
+/// `max_tokens` sends at most one event per token, but a gateway that re-chunks
+/// the text may send one per character (English runs about four characters a
+/// token), so only a server far past what was asked is stopped.
+const TOKEN_EVENTS_PER_ASKED: u64 = 8;
+const TOKEN_EVENTS_SLACK: u64 = 256;
+
+impl ResponseLimits {
+    /// The limits of a request that asked for `asked` output tokens: an answer
+    /// that goes on far past them (a server that ignores `max_tokens`, or never
+    /// ends its answer) is stopped there instead of at the timeout.
+    pub fn for_asked(self, asked: Option<u32>) -> ResponseLimits {
+        ResponseLimits {
+            max_token_events: asked
+                .map(|n| u64::from(n) * TOKEN_EVENTS_PER_ASKED + TOKEN_EVENTS_SLACK),
+            ..self
+        }
+    }
+}
+
+/// Most of an error page read (a non-2xx answer, or a 2xx that is not an event
+/// stream): its first bytes are the sample; one that goes on without end is not
+/// read to the timeout.
+pub const ERROR_BODY_MAX_BYTES: u64 = 64 << 10;
 
 /// `N_out`, where it came from, and `usage.completion_tokens − n_token_events`
 /// (see the module docs): the one rule, for records built here or read from
@@ -514,8 +543,19 @@ impl RecordBuilder {
             return;
         }
         if !self.status_is_success() {
-            // An error page: counted and sampled, never parsed.
+            // An error page: counted and sampled, never parsed; and never read
+            // without end (a gateway's endless page, a decompression bomb).
             self.read(chunk);
+            if self.n_bytes > ERROR_BODY_MAX_BYTES {
+                if let Some(mut err) = self.classify_answer() {
+                    err.detail = format!(
+                        "{}; the body went past {} KiB and was not read further",
+                        err.detail,
+                        ERROR_BODY_MAX_BYTES >> 10
+                    );
+                    self.error = Some(err);
+                }
+            }
             return;
         }
         if self.n_bytes + chunk.len() as u64 > self.limits.max_bytes {
@@ -607,6 +647,29 @@ impl RecordBuilder {
         self.status.is_none_or(|s| (200..300).contains(&s)) && self.is_event_stream
     }
 
+    /// The error of an answer that is not an event stream to read: an HTTP error
+    /// status, or a 2xx of another content type.
+    fn classify_answer(&self) -> Option<RequestError> {
+        let error = |kind: ErrorKind, detail: String| RequestError {
+            kind,
+            detail,
+            body_sample: None,
+            retry_after_s: None,
+        };
+        let status = self.status.unwrap_or(0);
+        if let Some(kind) = ErrorKind::from_status(status) {
+            let mut err = self.with_sample(error(kind, format!("HTTP {status}")));
+            err.retry_after_s = self.retry_after_s;
+            return Some(err);
+        }
+        (!self.is_event_stream).then(|| {
+            self.with_sample(error(
+                ErrorKind::NotEventStream,
+                "the response is not text/event-stream".into(),
+            ))
+        })
+    }
+
     fn classify_end(&mut self, end: StreamEnd, at_us: u64) -> Option<RequestError> {
         let error = |kind: ErrorKind, detail: String| RequestError {
             kind,
@@ -625,13 +688,15 @@ impl RecordBuilder {
                 ))
             }
             StreamEnd::TimedOut => {
-                return Some(error(
-                    ErrorKind::TimeoutMidStream,
-                    format!(
-                        "the stream had not ended at the timeout ({} tokens so far)",
-                        self.token_times_us.len()
+                let n_comments = self.parser.n_comment_lines();
+                let detail = match self.token_times_us.len() {
+                    // A server that keeps the connection alive and never answers.
+                    0 if n_comments > 0 => format!(
+                        "the stream had not ended at the timeout: no token, only {n_comments} keep-alive comment lines"
                     ),
-                ))
+                    n => format!("the stream had not ended at the timeout ({n} tokens so far)"),
+                };
+                return Some(error(ErrorKind::TimeoutMidStream, detail));
             }
             StreamEnd::NetworkError { message } if self.headers_us.is_none() => {
                 return Some(error(ErrorKind::Network, message))
@@ -644,17 +709,8 @@ impl RecordBuilder {
             }
             StreamEnd::Complete => {}
         }
-        let status = self.status.unwrap_or(0);
-        if let Some(kind) = ErrorKind::from_status(status) {
-            let mut err = self.with_sample(error(kind, format!("HTTP {status}")));
-            err.retry_after_s = self.retry_after_s;
+        if let Some(err) = self.classify_answer() {
             return Some(err);
-        }
-        if !self.is_event_stream {
-            return Some(self.with_sample(error(
-                ErrorKind::NotEventStream,
-                "the response is not text/event-stream".into(),
-            )));
         }
         if !self.is_complete() {
             // The body ended: an event with no blank line after it still counts. Once
@@ -748,6 +804,17 @@ impl RecordBuilder {
                         self.response_id = chunk.id.clone();
                     }
                     if chunk.has_tokens() {
+                        let n_tokens = self.token_times_us.len() as u64;
+                        if self
+                            .limits
+                            .max_token_events
+                            .is_some_and(|max| n_tokens >= max)
+                        {
+                            self.fail_too_large(format!(
+                                "the answer went past {n_tokens} token events, far more than max_tokens asked for; tokenmeter stopped reading it there"
+                            ));
+                            continue;
+                        }
                         self.first_token_us.get_or_insert(event.at_us);
                         self.token_times_us.push(event.at_us);
                         if chunk.content.is_empty() {
@@ -1153,6 +1220,7 @@ mod tests {
                 response_limits: ResponseLimits {
                     max_events,
                     max_bytes,
+                    max_token_events: None,
                 },
                 ..RecordOptions::default()
             },
@@ -1206,6 +1274,105 @@ mod tests {
         b.on_bytes(format!("{one}{DONE}").as_bytes(), 2_000);
         b.on_bytes(b"\n\n\n", 3_000);
         assert!(b.finish(StreamEnd::Complete, 4_000).is_ok());
+    }
+
+    #[test]
+    fn an_answer_far_past_max_tokens_stops_being_read() {
+        let limits = ResponseLimits::default().for_asked(Some(4));
+        let allowed = 4 * TOKEN_EVENTS_PER_ASKED + TOKEN_EVENTS_SLACK;
+        assert_eq!(limits.max_token_events, Some(allowed));
+        let mut b = RecordBuilder::new(
+            START,
+            RecordOptions {
+                response_limits: limits,
+                ..RecordOptions::default()
+            },
+        );
+        b.on_headers(200, Some("text/event-stream"), None, 1_000);
+        // Role and empty chunks carry no token and count for nothing here.
+        for i in 0..allowed {
+            b.on_bytes(format!("{ROLE}{}", content("字")).as_bytes(), 2_000 + i);
+            assert!(!b.has_stream_error(), "{i}");
+        }
+        b.on_bytes(content("字").as_bytes(), 9_000_000);
+        assert!(
+            b.has_stream_error(),
+            "one token event too many: the engine stops"
+        );
+        let r = b.finish(StreamEnd::Complete, 9_000_001);
+        let err = r.error.unwrap();
+        assert_eq!(err.kind, ErrorKind::ResponseTooLarge);
+        assert!(err.detail.contains("max_tokens"), "{}", err.detail);
+        assert_eq!(r.n_token_events, allowed, "what came before is kept");
+
+        // A gateway that sends one character an event, within the limit: measured.
+        let mut b = RecordBuilder::new(
+            START,
+            RecordOptions {
+                response_limits: ResponseLimits::default().for_asked(Some(100)),
+                ..RecordOptions::default()
+            },
+        );
+        b.on_headers(200, Some("text/event-stream"), None, 1_000);
+        let text = "The quick brown fox jumps over the lazy dog. ".repeat(10);
+        for (i, c) in text.chars().enumerate() {
+            b.on_bytes(content(&c.to_string()).as_bytes(), 2_000 + i as u64);
+        }
+        b.on_bytes(format!("{FINISH}{DONE}").as_bytes(), 9_000);
+        assert!(b.finish(StreamEnd::Complete, 9_001).is_ok());
+        // Without max_tokens: no such limit.
+        assert_eq!(
+            ResponseLimits::default().for_asked(None).max_token_events,
+            None
+        );
+    }
+
+    #[test]
+    fn an_endless_error_page_is_read_no_further_than_its_limit() {
+        for (status, content_type, kind) in [
+            (502, "text/html", ErrorKind::ServerError),
+            (200, "text/html", ErrorKind::NotEventStream),
+        ] {
+            let mut b = RecordBuilder::new(START, RecordOptions::default());
+            b.on_headers(status, Some(content_type), None, 1_000);
+            let page = "<p>busy</p>".repeat(1_000);
+            let mut n = 0;
+            while !b.has_stream_error() {
+                b.on_bytes(page.as_bytes(), 2_000 + n);
+                n += 1;
+                assert!(n < 100, "{status}: still reading");
+            }
+            assert!(n as usize * page.len() > ERROR_BODY_MAX_BYTES as usize);
+            // The engine aborts the body; the record keeps what it said.
+            let r = b.finish(StreamEnd::Complete, 9_000);
+            let err = r.error.unwrap();
+            assert_eq!(err.kind, kind);
+            assert!(err.detail.contains("64 KiB"), "{}", err.detail);
+            assert!(err.body_sample.unwrap().starts_with("<p>busy</p>"));
+        }
+        // An ordinary error page is read to its end.
+        let mut b = RecordBuilder::new(START, RecordOptions::default());
+        b.on_headers(500, Some("application/json"), None, 1_000);
+        b.on_bytes(br#"{"error":{"message":"boom"}}"#, 2_000);
+        assert!(!b.has_stream_error());
+        let err = b.finish(StreamEnd::Complete, 3_000).error.unwrap();
+        assert_eq!(
+            (err.kind, err.detail.as_str()),
+            (ErrorKind::ServerError, "HTTP 500")
+        );
+    }
+
+    #[test]
+    fn a_timeout_after_only_keep_alive_comments_says_so() {
+        let mut b = builder();
+        b.on_bytes(b": keep-alive\n\n: keep-alive\n\n", 10_000);
+        let err = b.finish(StreamEnd::TimedOut, 60_000_000).error.unwrap();
+        assert_eq!(err.kind, ErrorKind::TimeoutMidStream);
+        assert!(
+            err.detail.contains("only 2 keep-alive comment lines"),
+            "{}",
+            err.detail
+        );
     }
 
     #[test]

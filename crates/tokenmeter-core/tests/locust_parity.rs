@@ -85,6 +85,7 @@ fn every_stream_is_recorded_as_the_fixture_says() {
         for (field, want) in case["expect"].as_object().unwrap() {
             let have = match field.as_str() {
                 "error" => got["error"]["kind"].clone(),
+                "error_detail" => got["error"]["detail"].clone(),
                 "retry_after_s" => got["error"]["retry_after_s"].clone(),
                 "completion_tokens" => got["usage"]["completion_tokens"].clone(),
                 _ => got.get(field).cloned().unwrap_or(Value::Null),

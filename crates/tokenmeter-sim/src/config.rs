@@ -36,6 +36,10 @@ pub struct SimConfig {
     /// Apply a fault to every request (repeatable; see the README for the kinds).
     #[arg(long = "fault", value_parser = Fault::parse)]
     pub faults: Vec<Fault>,
+    /// Apply the `--fault` faults to every Nth completion request only (1: every
+    /// one), so that a run mixes faulty answers with good ones.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub fault_every: u64,
     /// Leave out `Access-Control-Max-Age`, so browsers preflight (nearly) every request.
     #[arg(long)]
     pub no_cors_max_age: bool,

@@ -56,8 +56,8 @@ pub enum Fault {
     /// of the next reach the client in one read, as TCP segments and proxies cut them.
     SplitWrites,
     /// After `[DONE]`, in the same write, more: a comment, a second usage chunk, a
-    /// token, broken JSON and stray line ends (as proxies that concatenate or
-    /// repeat do). Nothing after the stream's end is part of the answer.
+    /// token, a second `[DONE]`, broken JSON and stray line ends (as proxies that
+    /// concatenate or repeat do). Nothing after the stream's end is part of the answer.
     AfterDone,
     /// A gateway that holds the whole answer and releases it at the end.
     BufferAll,
@@ -69,10 +69,31 @@ pub enum Fault {
     /// `content-encoding: gzip`, the compressor emitting only when its 8 KiB
     /// buffer fills (nginx's `gzip on` with `text/event-stream` in `gzip_types`).
     Gzip,
+    /// Invalid UTF-8 (a lone `0xFF`) inside the middle token's text.
+    BadUtf8,
+    /// Hostile: a 2 MiB response header block, more than any client reads.
+    EndlessHeaders,
+    /// Hostile: a 200 stream whose first line never ends (a gigabyte of `x`).
+    HugeLine,
+    /// Hostile: a million events without a token before the answer.
+    MillionEvents,
+    /// Hostile: a 200 stream of `: keep-alive` comments, one every 100 ms, and
+    /// never a token, until the hang time passes.
+    KeepAliveForever,
+    /// Hostile: `content-encoding: gzip` whose body inflates to `data: ` and 4 GiB
+    /// of zeros (some 160 times its size).
+    GzipBomb,
+    /// Hostile: a 200 with a web server's welcome page (`text/html`).
+    Html200,
+    /// Hostile: a 503 whose HTML page goes on for a gigabyte.
+    EndlessError,
+    /// Hostile: an answer that ignores `max_tokens`: a token every 2 ms until the
+    /// hang time passes.
+    Endless,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 25] = [
+    pub const ALL: [Fault; 34] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -98,6 +119,15 @@ impl Fault {
         Fault::Buffer4k,
         Fault::Buffer250ms,
         Fault::Gzip,
+        Fault::BadUtf8,
+        Fault::EndlessHeaders,
+        Fault::HugeLine,
+        Fault::MillionEvents,
+        Fault::KeepAliveForever,
+        Fault::GzipBomb,
+        Fault::Html200,
+        Fault::EndlessError,
+        Fault::Endless,
     ];
 
     pub fn name(self) -> &'static str {
@@ -127,7 +157,32 @@ impl Fault {
             Fault::Buffer4k => "buffer-4k",
             Fault::Buffer250ms => "buffer-250ms",
             Fault::Gzip => "gzip",
+            Fault::BadUtf8 => "bad-utf8",
+            Fault::EndlessHeaders => "endless-headers",
+            Fault::HugeLine => "huge-line",
+            Fault::MillionEvents => "million-events",
+            Fault::KeepAliveForever => "keep-alive-forever",
+            Fault::GzipBomb => "gzip-bomb",
+            Fault::Html200 => "html-200",
+            Fault::EndlessError => "endless-error",
+            Fault::Endless => "endless",
         }
+    }
+
+    /// A hostile server's answer, replacing the whole response (see
+    /// `server::hostile`).
+    pub fn is_hostile(self) -> bool {
+        matches!(
+            self,
+            Fault::EndlessHeaders
+                | Fault::HugeLine
+                | Fault::MillionEvents
+                | Fault::KeepAliveForever
+                | Fault::GzipBomb
+                | Fault::Html200
+                | Fault::EndlessError
+                | Fault::Endless
+        )
     }
 
     pub fn parse(name: &str) -> Result<Fault, String> {

@@ -94,6 +94,9 @@ TIMEOUT_S = float(SETUP["timeout_s"])
 # tokenmeter's limits on one response (see its record module): past them the
 # request fails as response_too_large, what came before kept.
 MAX_EVENTS = 1 << 19
+# Token events past what max_tokens asked for (eight a token, and 256 more): None
+# where the plan sets no max_tokens.
+MAX_TOKEN_EVENTS = SETUP["max_token_events"]
 MAX_BYTES = 1 << 27
 MAX_LINE_BYTES = 1 << 20
 MAX_EVENT_BYTES = 1 << 20
@@ -392,6 +395,13 @@ class Record:
             if choice.get("finish_reason") is not None:
                 finish_reason = choice["finish_reason"]
         if content or reasoning:
+            n_tokens = len(self.token_times_us)
+            if MAX_TOKEN_EVENTS is not None and n_tokens >= MAX_TOKEN_EVENTS:
+                self._too_large(
+                    "the answer went past %d token events, far more than max_tokens asked for; tokenmeter stopped reading it there"
+                    % n_tokens
+                )
+                return
             if self.first_token_us is None:
                 self.first_token_us = at_us
             self.token_times_us.append(at_us)
@@ -478,6 +488,13 @@ class Record:
         if end == "timed_out":
             if self.headers_us is None:
                 return _error("timeout_before_headers", "no response headers before the timeout")
+            if not self.token_times_us and self.n_comment_lines > 0:
+                # A server that keeps the connection alive and never answers.
+                return _error(
+                    "timeout_mid_stream",
+                    "the stream had not ended at the timeout: no token, only %d keep-alive comment lines"
+                    % self.n_comment_lines,
+                )
             return _error(
                 "timeout_mid_stream",
                 "the stream had not ended at the timeout (%d tokens so far)" % len(self.token_times_us),

@@ -106,6 +106,10 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
         "body": request_body(&plan.body_spec()),
         "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed, "prefixes": prefixes},
         "timeout_s": plan.timeout_s,
+        // The page's rule for an answer far past what was asked, one place for both.
+        "max_token_events": crate::record::ResponseLimits::default()
+            .for_asked(bodies.asked_tokens(0))
+            .max_token_events,
         "stages": stages,
         "plan": plan,
     });

@@ -16,13 +16,15 @@ use axum::{
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{routes::openai_error, stream::stream_response, whole::whole_response, AppState};
+use super::{
+    hostile, routes::openai_error, stream::stream_response, whole::whole_response, AppState,
+};
 use crate::{
     connection::Gate,
     engine::Job,
     fault::{Fault, Faults},
     text::estimate_tokens,
-    truth::RequestTruth,
+    truth::{Outcome, RequestTruth},
 };
 
 /// `Retry-After` of the `429` fault, seconds.
@@ -260,8 +262,8 @@ async fn handle(
 
 /// Reads the request and applies every check and fault that answers before any
 /// token: a bad fault header or body (400), `echo-headers` (400), the key (401), the
-/// model (404), and the `429`, `500`, `502` and `hang` faults. `Err` is that early
-/// answer.
+/// model (404), the `429`, `500`, `502` and `hang` faults, and the hostile servers'
+/// answers. `Err` is that early answer.
 async fn admit(
     state: &AppState,
     endpoint: Endpoint,
@@ -271,7 +273,11 @@ async fn admit(
 ) -> Result<(Ask, Faults), Response> {
     let bad_request =
         |msg: &str| openai_error(StatusCode::BAD_REQUEST, msg, "invalid_request_error", None);
-    let mut faults = Faults(state.config.faults.clone());
+    let mut faults = if truth.id.is_multiple_of(state.config.fault_every) {
+        Faults(state.config.faults.clone())
+    } else {
+        Faults::default()
+    };
     if let Some(list) = headers.get("x-tokenmeter-fault") {
         let more = list
             .to_str()
@@ -363,6 +369,11 @@ async fn admit(
             "server_error",
             None,
         ));
+    }
+    if let Some(fault) = hostile::fault_of(&faults) {
+        truth.outcome = Outcome::Faulted;
+        let hang = Duration::from_secs_f64(state.config.hang_s);
+        return Err(hostile::response(fault, truth.id, hang));
     }
     Ok((ask, faults))
 }

@@ -6,10 +6,12 @@
 //! - [`completion`]: a completion request: what it asks for, the faults that answer
 //!   early, the job handed to the engine;
 //! - [`stream`]: the streamed body, token by token, written at each step's end;
+//! - [`hostile`]: the answers of hostile servers, made as they are read;
 //! - [`whole`]: the non-streamed answer.
 
 mod completion;
 mod gateway;
+mod hostile;
 mod network;
 mod routes;
 mod stream;

@@ -37,6 +37,9 @@ use crate::{
 
 /// Size of the `huge-event` fault's single event: above tokenmeter's default 1 MiB limit.
 const HUGE_EVENT_BYTES: usize = 3 << 19;
+/// Stands for the `bad-utf8` fault's invalid byte until the event is encoded (a
+/// private-use character, which no corpus holds).
+const INVALID_UTF8_MARK: char = '\u{E000}';
 /// Tokens per event with the `multi-token` fault.
 const TOKENS_PER_EVENT: u64 = 4;
 
@@ -214,14 +217,32 @@ impl Writer {
         if self.group.is_empty() {
             return;
         }
-        let text = std::mem::take(&mut self.group_text);
+        let mut text = std::mem::take(&mut self.group_text);
         let tokens = std::mem::take(&mut self.group);
+        let middle = (self.plan.n_tokens / 2) as usize;
+        let bad_utf8 = self.plan.faults.has(Fault::BadUtf8) && tokens.contains(&middle);
+        if bad_utf8 {
+            text.push(INVALID_UTF8_MARK);
+        }
         let chunk = self.plan.token_chunk(&text, self.group_is_reasoning);
         if !self.group_is_reasoning {
-            self.truth.text.push_str(&text);
+            // As a client decodes it: the invalid byte becomes U+FFFD.
+            self.truth
+                .text
+                .push_str(&text.replace(INVALID_UTF8_MARK, "\u{FFFD}"));
         }
         self.truth.n_token_events += 1;
-        self.push_event(chunk, tokens);
+        let mut bytes = self.plan.event(&chunk).into_bytes();
+        if bad_utf8 {
+            let mark = INVALID_UTF8_MARK
+                .encode_utf8(&mut [0; 4])
+                .as_bytes()
+                .to_vec();
+            if let Some(at) = bytes.windows(mark.len()).position(|w| w == mark) {
+                bytes.splice(at..at + mark.len(), [0xFF]);
+            }
+        }
+        self.push_bytes(bytes, tokens);
     }
 
     fn finish_normally(&mut self) {
@@ -255,6 +276,7 @@ impl Writer {
                 self.plan.comment("keep-alive"),
                 self.plan.event(&json!({"id": self.plan.response_id, "choices": [], "usage": self.plan.usage(999, 999, 0)}).to_string()),
                 self.plan.event(&late(json!({"content": "多余"}))),
+                self.plan.event("[DONE]"),
                 self.plan.event("{\"choices\":[{\"delta\":{\"content\":\"坏"),
                 "\n\r\n".to_owned(),
             ]

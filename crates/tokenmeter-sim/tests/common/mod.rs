@@ -268,3 +268,95 @@ pub async fn truth_over(
         .expect("the truth");
     read(response, Instant::now()).await.json()
 }
+
+/// One request read as the page's engine reads it, for servers that may never end
+/// their answer: each frame is fed to tokenmeter-core on arrival, reading stops once
+/// the record says the stream is over or failed (past a limit included), or at
+/// `timeout`, and the connection is then dropped. Returns the record and the body
+/// bytes read.
+pub async fn measure_live(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+    timeout: std::time::Duration,
+) -> (tokenmeter_core::record::RequestRecord, u64) {
+    use tokenmeter_core::record::{
+        RecordBuilder, RecordOptions, RequestStart, ResponseLimits, StreamEnd,
+    };
+    let origin = Instant::now();
+    let us = |t: Instant| t.saturating_duration_since(origin).as_micros() as u64;
+    let asked = body["max_tokens"].as_u64().map(|n| n as u32);
+    let mut builder = RecordBuilder::new(
+        RequestStart {
+            id: 0,
+            concurrency: 1,
+            warmup: false,
+            wanted_us: 0,
+            sent_us: 0,
+        },
+        RecordOptions {
+            keep_text: true,
+            response_limits: ResponseLimits::default().for_asked(asked),
+            ..RecordOptions::default()
+        },
+    );
+    let deadline = tokio::time::Instant::now() + timeout;
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let request = build(
+        "POST",
+        &format!("http://{addr}/v1/chat/completions"),
+        headers,
+        Some(body),
+    );
+    let response = match tokio::time::timeout_at(deadline, sender.send_request(request)).await {
+        Err(_) => return (builder.finish(StreamEnd::TimedOut, us(Instant::now())), 0),
+        Ok(Err(err)) => {
+            let end = StreamEnd::NetworkError {
+                message: err.to_string(),
+            };
+            return (builder.finish(end, us(Instant::now())), 0);
+        }
+        Ok(Ok(response)) => response,
+    };
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v: &hyper::header::HeaderValue| v.to_str().ok())
+    };
+    builder.on_headers(
+        response.status().as_u16(),
+        header("content-type"),
+        header("retry-after"),
+        us(Instant::now()),
+    );
+    let mut body = response.into_body();
+    let mut n_bytes = 0;
+    let end = loop {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => break StreamEnd::TimedOut,
+            Ok(None) => break StreamEnd::Complete,
+            Ok(Some(Err(err))) => {
+                break StreamEnd::NetworkError {
+                    message: err.to_string(),
+                }
+            }
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    n_bytes += data.len() as u64;
+                    builder.on_bytes(&data, us(Instant::now()));
+                }
+                if builder.is_complete() || builder.has_stream_error() {
+                    break StreamEnd::Complete;
+                }
+            }
+        }
+    };
+    (builder.finish(end, us(Instant::now())), n_bytes)
+}
