@@ -21,7 +21,8 @@ const TECHNICAL = new Set(
    Resource Timing N_out mean min max stdev EN tokenmeter chat completions Name value
    top_p X-Gateway-Route east http https cargo xtask serve local storage Chromium
    Firefox Tab SVG Locustfile Poisson LLM OpenAI pass key worker mod bench fetch
-   usage.prompt_tokens usage.prompt_tokens_details.cached_tokens timings models`
+   usage.prompt_tokens usage.prompt_tokens_details.cached_tokens timings models
+   metrics KV TGI`
     .split(/\s+/)
     .filter(Boolean),
 );

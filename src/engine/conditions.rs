@@ -106,6 +106,7 @@ pub fn environment(timer_resolution_us: f64) -> Environment {
         notes: Vec::new(),
         engine_load: Vec::new(),
         network: None,
+        server_metrics: None,
     }
 }
 
@@ -157,16 +158,9 @@ async fn timed_probe(url: &str, mode: RequestMode) -> Option<(f64, f64)> {
     init.set_mode(mode);
     init.set_cache(web_sys::RequestCache::NoStore);
     init.set_signal(Some(&controller.signal()));
-    let global = js_sys::global();
     let performance = super::clock::performance();
     let started = performance.now();
-    let request = match global.dyn_ref::<web_sys::WorkerGlobalScope>() {
-        Some(worker) => worker.fetch_with_str_and_init(url, &init),
-        None => global
-            .unchecked_into::<web_sys::Window>()
-            .fetch_with_str_and_init(url, &init),
-    };
-    let answered = JsFuture::from(request);
+    let answered = JsFuture::from(super::request::fetch(url, &init));
     let late = gloo_timers::future::sleep(PROBE_WITHIN);
     match select(answered, late).await {
         Either::Left((Ok(_), _)) => Some((performance.now() - started, started)),

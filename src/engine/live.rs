@@ -43,6 +43,9 @@ pub struct Shared {
     finished: Cell<bool>,
     /// The level running now, for the lag monitor.
     current_level: Cell<Option<usize>>,
+    /// Some request went over a protocol that multiplexes (HTTP/2 or 3): one more
+    /// request to the host never waits for a connection.
+    multiplexed: Cell<bool>,
 }
 
 impl Shared {
@@ -86,6 +89,7 @@ impl Shared {
             n_records_sent: Cell::new(0),
             finished: Cell::new(false),
             current_level: Cell::new(None),
+            multiplexed: Cell::new(false),
         }
     }
 
@@ -188,6 +192,10 @@ impl Shared {
         mut record: RequestRecord,
         cost: SendCost,
     ) {
+        let protocol = record.browser.as_ref().and_then(|b| b.protocol.as_deref());
+        if matches!(protocol, Some("h2" | "h3")) {
+            self.multiplexed.set(true);
+        }
         match level_index {
             Some(index) => {
                 // (The lane that sent it set its target.)
@@ -234,6 +242,11 @@ impl Shared {
             let due_us = ((now_ms - lag_ms.max(0.0)) * 1e3).max(0.0).round() as u64;
             load[index].stalls.add(due_us, woke_us);
         }
+    }
+
+    /// Whether a request so far went over HTTP/2 or HTTP/3.
+    pub fn is_multiplexed(&self) -> bool {
+        self.multiplexed.get()
     }
 
     pub fn is_finished(&self) -> bool {

@@ -11,7 +11,8 @@
 //! - [`schedule`]: how one level sends (closed-loop lanes, open-loop arrivals);
 //! - [`live`]: the records and live figures while a run goes, progress ≤ 10/s;
 //! - [`conditions`]: what the engine observes about itself (hidden page, lag,
-//!   timer resolution).
+//!   timer resolution);
+//! - [`server_metrics`]: the server's own `/metrics`, polled while a run goes.
 
 pub mod cancel;
 pub mod clock;
@@ -21,3 +22,4 @@ pub mod live;
 pub mod request;
 pub mod runner;
 pub mod schedule;
+pub mod server_metrics;

@@ -452,7 +452,7 @@ fn pipe(
 const AFTER_DONE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `fetch` on whichever global this runs in (worker or window).
-fn fetch(url: &str, init: &RequestInit) -> js_sys::Promise {
+pub(super) fn fetch(url: &str, init: &RequestInit) -> js_sys::Promise {
     let global = js_sys::global();
     if let Some(worker) = global.dyn_ref::<web_sys::WorkerGlobalScope>() {
         worker.fetch_with_str_and_init(url, init)

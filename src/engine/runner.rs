@@ -223,6 +223,13 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
 
     // The network's round trip, before anything else is in flight (target A's).
     let (round_trips_before, timed_by) = round_trips(&plan.base_url, PROBES_BEFORE).await;
+    // What the server itself reports, from now to the end (target A's).
+    let server_metrics = super::server_metrics::start(
+        &plan.base_url,
+        clock.clone(),
+        shared.clone(),
+        cancel.clone(),
+    );
 
     // Warm-up: sequential, never summarised; it pays for connection set-up and the
     // first CORS preflight (of every target of an A/B plan).
@@ -382,6 +389,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         environment.conditions.push(diagnosis);
     }
     environment.engine_load = engine_load;
+    environment.server_metrics = Some(server_metrics.borrow().clone());
     let mut document = RunDocument::build_ab(
         input.run_id,
         input.started_at,

@@ -48,6 +48,7 @@ pub fn Finished(
     let kinds = TableKinds {
         reasoning: document.records.iter().any(|r| r.n_reasoning_events > 0),
         repeated: document.levels.iter().any(|l| !l.repetitions.is_empty()),
+        server: document.levels.iter().any(|l| l.server.is_some()),
     };
     let shown = ShownColumns::load();
     let verdict = &document.verdict;
@@ -76,6 +77,14 @@ pub fn Finished(
         .network
         .as_ref()
         .map(|n| (n.rtt_ms, n.said()));
+    let server_metrics = document.environment.server_metrics.as_ref().map(|m| {
+        let state = if m.samples.is_empty() {
+            "unreadable"
+        } else {
+            "read"
+        };
+        (state, m.samples.len(), m.said())
+    });
     let has_notes = !document.environment.notes_in(Lang::En).is_empty();
     let cancelled = document.status == RunStatus::Cancelled;
     let verdict_text = {
@@ -131,6 +140,11 @@ pub fn Finished(
             })}
             {network.map(|(rtt_ms, said)| view! {
                 <p class="muted small" data-testid="network-rtt" data-rtt-ms=format!("{rtt_ms:.3}")>
+                    {move || said.text(lang.get()).to_owned()}
+                </p>
+            })}
+            {server_metrics.map(|(state, n, said)| view! {
+                <p class="muted small" data-testid="server-metrics" data-state=state data-samples=n.to_string()>
                     {move || said.text(lang.get()).to_owned()}
                 </p>
             })}

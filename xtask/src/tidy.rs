@@ -35,7 +35,14 @@ pub const CORE: Layering = Layering {
         ),
         (
             "the wire and the browser",
-            &["sse", "stream", "browser", "prompts", "network"],
+            &[
+                "sse",
+                "stream",
+                "browser",
+                "prompts",
+                "network",
+                "server_metrics",
+            ],
         ),
         ("the plan", &["plan"]),
         ("one request, the plan as typed", &["record", "draft"]),

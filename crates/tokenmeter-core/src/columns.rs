@@ -34,12 +34,14 @@ pub enum Value {
 }
 
 /// Which runs have a column: every run, only runs where some request reasoned,
-/// only runs that repeated their ladder.
+/// only runs that repeated their ladder, only runs where the server's metrics
+/// were read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
     Always,
     Reasoning,
     Repeated,
+    Server,
 }
 
 /// Where a column is shown.
@@ -185,6 +187,7 @@ impl Column {
             When::Always => true,
             When::Reasoning => kinds.reasoning,
             When::Repeated => kinds.repeated,
+            When::Server => kinds.server,
         }
     }
 
@@ -266,6 +269,8 @@ fn is_buffered(s: &Summary) -> bool {
 pub struct TableKinds {
     pub reasoning: bool,
     pub repeated: bool,
+    /// Some level has what the server reported (its `/metrics`).
+    pub server: bool,
 }
 
 /// The level's own column, first in every table.
@@ -385,6 +390,25 @@ pub const COLUMNS: &[Column] = &[
         .percent()
         .shown()
         .only(When::Repeated),
+    plain("server_running", words("running (server)", "运行中（服务端）"), words("Requests the server was computing, mean of its /metrics samples while this level ran (vLLM num_requests_running, SGLang num_running_reqs, TGI tgi_batch_current_size, llama.cpp requests_processing)", "本档运行期间服务端 /metrics 采样中正在计算的请求数均值（vLLM num_requests_running、SGLang num_running_reqs、TGI tgi_batch_current_size、llama.cpp requests_processing）"), 1, |s| s.server.and_then(|m| m.running_mean))
+        .only(When::Server)
+        .csv("server_running_mean"),
+    plain("server_waiting", words("waiting (server)", "排队（服务端）"), words("Requests waiting in the server's own queue, the most of its /metrics samples while this level ran: above zero, the server queued requests (its batch was full)", "本档运行期间服务端 /metrics 采样中排队请求数的最大值：大于零说明服务端在排队（批已满）"), 0, |s| s.server.and_then(|m| m.waiting_max))
+        .shown()
+        .only(When::Server)
+        .csv("server_waiting_max"),
+    plain("server_kv", words("KV cache (server)", "KV 缓存（服务端）"), words("The server's KV cache in use, the most of its /metrics samples while this level ran: near 100%, requests wait for memory or are preempted", "本档运行期间服务端 /metrics 采样中 KV 缓存占用的最大值：接近 100% 时请求会等显存或被抢占"), 0, |s| s.server.and_then(|m| m.kv_max_pct))
+        .percent()
+        .shown()
+        .only(When::Server)
+        .csv("server_kv_max_pct"),
+    plain("server_preemptions", words("preemptions (server)", "抢占（服务端）"), words("Requests the server preempted (evicted from memory to make room) while this level ran", "本档运行期间服务端抢占（为腾出显存而换出）的请求数"), 0, |s| s.server.and_then(|m| m.preemptions))
+        .only(When::Server)
+        .csv("server_preemptions"),
+    plain("server_prefix_hits", words("prefix cache hits (server)", "前缀缓存命中（服务端）"), words("Share of the prompt tokens the server found in its prefix cache while this level ran, by its own counters", "本档运行期间服务端按自身计数在前缀缓存中命中的提示词 token 占比"), 0, |s| s.server.and_then(|m| m.prefix_hit_pct))
+        .percent()
+        .only(When::Server)
+        .csv("server_prefix_hit_pct"),
 ];
 
 impl Column {
@@ -532,7 +556,7 @@ mod tests {
         let (header, rows) = csv_table(&[level()]);
         assert_eq!(
             header.join(","),
-            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols,input_tokens_mean,cached_input_pct,output_tokens_mean,ttft_ms_per_1k_input"
+            "concurrency,n_requests,n_ok,n_fail,n_cancelled,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,ttfat_p50_ms,ttfat_p95_ms,tpot_p50_ms,tpot_p95_ms,itl_p99_ms,e2e_p95_ms,queue_p95_ms,decode_tps_mean,output_tps,request_rps,goodput_rps,tps_sum_article,peak_output_tps,peak_concurrency,n_usage_counted,n_mismatched,fails,browser_wait_p95_ms,ttft_after_send_p50_ms,ttft_after_send_p95_ms,protocols,input_tokens_mean,cached_input_pct,output_tokens_mean,ttft_ms_per_1k_input,server_running_mean,server_waiting_max,server_kv_max_pct,server_preemptions,server_prefix_hit_pct"
         );
         assert_eq!(rows[0].len(), header.len());
         assert_eq!(rows[0][0], "4");
@@ -605,8 +629,9 @@ mod tests {
         let all = TableKinds {
             reasoning: true,
             repeated: true,
+            server: true,
         };
-        assert_eq!(page_columns(all).count(), 25);
+        assert_eq!(page_columns(all).count(), 30);
         assert!(page_columns(TableKinds::default()).all(|c| c.id != "ttfat_p50"));
     }
 

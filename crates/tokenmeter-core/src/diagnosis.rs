@@ -30,6 +30,7 @@ pub enum Cause {
     Browser,
     NetworkOrGateway,
     BufferedStream,
+    MemoryPressure,
 }
 
 impl Cause {
@@ -43,6 +44,7 @@ impl Cause {
             Cause::Browser => "browser",
             Cause::NetworkOrGateway => "network_or_gateway",
             Cause::BufferedStream => "buffered_stream",
+            Cause::MemoryPressure => "memory_pressure",
         }
     }
 }
@@ -50,13 +52,24 @@ impl Cause {
 /// One finding: its cause and the figures behind it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Finding {
-    /// p95 TTFT grew `p95_growth` times from `from` to `to`, p50 only `p50_growth`.
+    /// p95 TTFT grew `p95_growth` times from `from` to `to`, p50 only `p50_growth`;
+    /// the most requests the server itself reported waiting at `to`, where its
+    /// metrics were read often enough to tell ([`SERVER_SAMPLES`]): with none
+    /// waiting, the tail grew outside the server.
     Queueing {
         from: u32,
         to: u32,
         p50_growth: f64,
         p95_growth: f64,
         p95_ms: f64,
+        server_waiting: Option<f64>,
+    },
+    /// At `concurrency` (the first such level) the server's KV cache reached
+    /// `kv_pct` and it preempted `preemptions` requests (its metrics).
+    MemoryPressure {
+        concurrency: u32,
+        kv_pct: f64,
+        preemptions: f64,
     },
     /// TTFT p50 at the lowest level, with no one else in the queue.
     Prefill {
@@ -118,6 +131,12 @@ pub enum Finding {
     },
 }
 
+/// Samples of the server's metrics a level needs before "none waited" is read
+/// from them: a queue shorter than the polls apart could slip between them.
+const SERVER_SAMPLES: u64 = 4;
+/// The KV cache this full, with preemptions, is the server's memory at its limit.
+const KV_FULL_PCT: f64 = 90.0;
+
 /// Growth of p95 over p50 that counts as a tail of its own.
 const TAIL_EXCESS: f64 = 1.2;
 /// TPOT must rise by this much over the ladder, and not fall by more than
@@ -144,7 +163,13 @@ const GATEWAY_SHARE: f64 = 0.25;
 impl Finding {
     pub fn cause(&self) -> Cause {
         match self {
+            // The tail grew while the server said nothing waited: it is on the path.
+            Finding::Queueing {
+                server_waiting: Some(w),
+                ..
+            } if *w == 0.0 => Cause::NetworkOrGateway,
             Finding::Queueing { .. } => Cause::Queueing,
+            Finding::MemoryPressure { .. } => Cause::MemoryPressure,
             Finding::Prefill { .. } => Cause::Prefill,
             Finding::Decode { .. } => Cause::Decode,
             Finding::CapacityErrors { .. } => Cause::CapacityErrors,
@@ -164,16 +189,34 @@ impl Finding {
             } else {
                 format!("at concurrency {concurrency}, {n_requests} streams arrived in bursts: {share_pct:.0}% of their tokens came together with others, up to {largest} at once, though the server makes them one by one: a gateway or proxy buffers or compresses text/event-stream, and users see the answer in the same bursts. TPOT and ITL are its releases. Try, for nginx, gzip off for text/event-stream (leave it out of gzip_types) and proxy_buffering off, or have the server send X-Accel-Buffering: no; on a CDN or API gateway, turn buffering and compression off for that type.")
             },
-            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms } => {
+            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms, server_waiting: Some(0.0) } => {
+                if zh {
+                    format!("从并发 {from} 到 {to}，p95 TTFT 涨到原来的 {p95_growth:.1} 倍（{p95_ms:.0} 毫秒），p50 涨到 {p50_growth:.1} 倍，但服务端自身的指标（/metrics）显示并发 {to} 时没有请求在它的队列里等待：长尾来自服务端之外——网络、它前面的网关或代理，或本客户端。方向：对比绕过网关的测量，在离服务更近的地方测量，查看网关的连接与并发限制。")
+                } else {
+                    format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 grew {p50_growth:.1}×, but the server's own metrics (/metrics) show no request waiting in its queue at concurrency {to}: the tail grows outside the server, in the network, a gateway or proxy in front of it, or this client. Try measuring past the gateway to compare, from closer to the server, and checking the gateway's connection and concurrency limits.")
+                }
+            }
+            Finding::Queueing { from, to, p50_growth, p95_growth, p95_ms, server_waiting } => {
                 // A median that did not grow (shown as 1.0× or less) is not "grew 0.9×".
                 let p50_grew = p50_growth >= 1.05;
-                match (zh, p50_grew) {
+                let confirmed = match server_waiting {
+                    Some(w) if zh => format!("服务端自身的指标证实了这一点：并发 {to} 时最多有 {w:.0} 个请求在它的队列中等待。"),
+                    Some(w) => format!(" The server's own metrics confirm it: the requests waiting in its queue peaked at {w:.0} at concurrency {to}."),
+                    None => String::new(),
+                };
+                let text = match (zh, p50_grew) {
                     (true, true) => format!("从并发 {from} 到 {to}，p95 TTFT 涨到原来的 {p95_growth:.1} 倍（{p95_ms:.0} 毫秒），p50 只涨到 {p50_growth:.1} 倍：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。"),
                     (true, false) => format!("从并发 {from} 到 {to}，p95 TTFT 涨到原来的 {p95_growth:.1} 倍（{p95_ms:.0} 毫秒），p50 却没有增长（{p50_growth:.1} 倍）：排队是长尾的主要来源。方向：加推理实例横向扩容、优化调度让请求更早被接纳，或对长请求限流。"),
                     (false, true) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 grew {p50_growth:.1}×: queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
                     (false, false) => format!("from concurrency {from} to {to}, p95 TTFT grew {p95_growth:.1}× (to {p95_ms:.0} ms) while p50 did not grow ({p50_growth:.1}×): queueing is the main source of the long tail. Try more instances, scheduling that admits requests sooner, or limits on long requests."),
-                }
+                };
+                text + &confirmed
             }
+            Finding::MemoryPressure { concurrency, kv_pct, preemptions } => if zh {
+                format!("并发 {concurrency} 时服务端的 KV 缓存占用达到 {kv_pct:.0}%，并抢占了 {preemptions:.0} 个请求（其 /metrics）：显存是瓶颈，被抢占的请求要换出后重算，TTFT 和 TPOT 都会变差。方向：减少同时处理的序列数（vLLM --max-num-seqs），给 KV 缓存更多显存（--gpu-memory-utilization），缩短 max_tokens 或上下文，使用量化的 KV 缓存（--kv-cache-dtype fp8），或增加实例。")
+            } else {
+                format!("at concurrency {concurrency} the server's KV cache reached {kv_pct:.0}% and it preempted {preemptions:.0} requests (its /metrics): memory is the limit, and preempted requests are evicted and recomputed, which slows TTFT and TPOT. Try fewer sequences at once (vLLM --max-num-seqs), more memory for the KV cache (--gpu-memory-utilization), shorter max_tokens or contexts, a quantized KV cache (--kv-cache-dtype fp8), or more instances.")
+            },
             Finding::Prefill { concurrency, ttft_ms, tpot_ms, prompt_tokens, ms_per_1k_input, network_ms } => {
                 let network = match network_ms {
                     Some(rtt) if zh => format!("（已除去 {rtt:.0} 毫秒的网络往返）"),
@@ -402,6 +445,10 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
                         p50_growth: g50,
                         p95_growth: g95,
                         p95_ms: b.p95,
+                        server_waiting: hi
+                            .server
+                            .filter(|s| s.n_samples >= SERVER_SAMPLES)
+                            .and_then(|s| s.waiting_max),
                     });
                 }
             }
@@ -433,6 +480,19 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
                 }
             }
         }
+    }
+
+    // The server's memory at its limit, by its own metrics: said once, where first.
+    if let Some((concurrency, kv_pct, preemptions)) = clean.iter().find_map(|&(c, s)| {
+        let server = s.server?;
+        let (kv, preempted) = (server.kv_max_pct?, server.preemptions?);
+        (kv >= KV_FULL_PCT && preempted > 0.0).then_some((c, kv, preempted))
+    }) {
+        findings.push(Finding::MemoryPressure {
+            concurrency,
+            kv_pct,
+            preemptions,
+        });
     }
 
     // Failures: 429s apart; the others when they start above a clean level.
@@ -767,6 +827,116 @@ mod tests {
         assert!(!causes.contains(&Cause::Prefill));
     }
 
+    fn with_server(
+        mut level: Summary,
+        waiting_max: f64,
+        kv_max_pct: f64,
+        preemptions: f64,
+    ) -> Summary {
+        level.server = Some(crate::server_metrics::ServerLevel {
+            n_samples: 6,
+            running_mean: Some(4.0),
+            running_max: Some(4.0),
+            waiting_mean: Some(waiting_max / 2.0),
+            waiting_max: Some(waiting_max),
+            kv_max_pct: Some(kv_max_pct),
+            preemptions: Some(preemptions),
+            prefix_hit_pct: None,
+        });
+        level
+    }
+
+    #[test]
+    fn the_server_s_queue_confirms_queueing_or_puts_the_tail_outside_it() {
+        // Waiting requests at the top level: queueing, confirmed.
+        let mut doc = article();
+        doc.levels = doc
+            .levels
+            .into_iter()
+            .map(|l| {
+                let waiting = if l.concurrency == Some(16) { 12.0 } else { 0.0 };
+                with_server(l, waiting, 40.0, 0.0)
+            })
+            .collect();
+        let findings = diagnose(&doc);
+        assert_eq!(findings[0].cause(), Cause::Queueing);
+        assert!(findings[0].text(Lang::En).ends_with("The server's own metrics confirm it: the requests waiting in its queue peaked at 12 at concurrency 16."), "{}", findings[0].text(Lang::En));
+        assert!(findings[0].text(Lang::Zh).contains("最多有 12 个请求"));
+        assert!(
+            !findings.iter().any(|f| f.cause() == Cause::MemoryPressure),
+            "a cache at 40% without preemptions"
+        );
+
+        // None waited, from enough samples: the tail is on the path.
+        for level in &mut doc.levels {
+            level.server = with_server(level.clone(), 0.0, 40.0, 0.0).server;
+        }
+        let findings = diagnose(&doc);
+        assert_eq!(findings[0].cause(), Cause::NetworkOrGateway);
+        assert!(findings[0]
+            .text(Lang::En)
+            .contains("no request waiting in its queue at concurrency 16"));
+        assert!(findings[0]
+            .text(Lang::Zh)
+            .contains("没有请求在它的队列里等待"));
+
+        // Too few samples to tell: the finding stays as the table alone says it.
+        for level in &mut doc.levels {
+            if let Some(server) = level.server.as_mut() {
+                server.n_samples = SERVER_SAMPLES - 1;
+            }
+        }
+        let findings = diagnose(&doc);
+        assert_eq!(findings[0].cause(), Cause::Queueing);
+        assert!(!findings[0].text(Lang::En).contains("metrics"));
+    }
+
+    #[test]
+    fn a_full_kv_cache_with_preemptions_is_memory_pressure_and_one_without_is_not() {
+        let mut doc = article();
+        doc.levels = doc
+            .levels
+            .into_iter()
+            .map(|l| match l.concurrency {
+                Some(8) => with_server(l, 3.0, 97.0, 5.0),
+                Some(16) => with_server(l, 9.0, 99.0, 40.0),
+                _ => with_server(l, 0.0, 50.0, 0.0),
+            })
+            .collect();
+        let findings = diagnose(&doc);
+        let memory: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.cause() == Cause::MemoryPressure)
+            .collect();
+        assert_eq!(memory.len(), 1, "said once");
+        assert_eq!(
+            *memory[0],
+            Finding::MemoryPressure {
+                concurrency: 8,
+                kv_pct: 97.0,
+                preemptions: 5.0
+            }
+        );
+        assert!(memory[0].text(Lang::En).contains("--max-num-seqs"));
+        assert!(memory[0].text(Lang::Zh).contains("显存是瓶颈"));
+        // Full but nothing preempted (a server that keeps its cache full on
+        // purpose), or preemptions with room: not memory pressure.
+        for (kv, preempted) in [(99.0, 0.0), (60.0, 3.0)] {
+            let mut doc = article();
+            doc.levels = doc
+                .levels
+                .into_iter()
+                .map(|l| with_server(l, 0.0, kv, preempted))
+                .collect();
+            assert!(
+                !diagnose(&doc)
+                    .iter()
+                    .any(|f| f.cause() == Cause::MemoryPressure),
+                "{kv} {preempted}"
+            );
+        }
+    }
+
     #[test]
     fn a_median_that_did_not_grow_is_not_said_to_grow() {
         let finding = |p50_growth| Finding::Queueing {
@@ -775,6 +945,7 @@ mod tests {
             p50_growth,
             p95_growth: 4.0,
             p95_ms: 2400.0,
+            server_waiting: None,
         };
         assert!(finding(0.9)
             .text(Lang::En)

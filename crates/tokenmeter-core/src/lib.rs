@@ -37,6 +37,7 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod search;
+pub mod server_metrics;
 pub mod sse;
 pub mod stats;
 pub mod stream;

@@ -17,6 +17,7 @@ use crate::{
     plan::Plan,
     record::RequestRecord,
     search::{self, SearchOutcome},
+    server_metrics::{self, ServerMetrics},
     summary::{Distortion, LevelStats, PassFigures, Summary},
     vecmap::VecMap,
     verdict::{analyse, Sentence, Verdict},
@@ -84,6 +85,10 @@ pub struct Environment {
     /// (absent when none answered, and in runs measured elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
+    /// What the server reported while the run went (its `/metrics`), or why the
+    /// page could not read it; absent where it was not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<ServerMetrics>,
 }
 
 /// The measuring engine's own load during one level.
@@ -194,6 +199,22 @@ fn distortion(level: &Summary, engine: Engine, conditions: &[RunCondition]) -> O
         .or_else(|| Distortion::buffered(level))
 }
 
+/// When each pass of the level of `concurrency` had requests in flight: from its
+/// first send to its last end, µs.
+fn pass_windows(records: &[RequestRecord], concurrency: Option<u32>) -> Vec<(u64, u64)> {
+    let mut windows: VecMap<(u32, u32), (u64, u64)> = VecMap::new();
+    for r in records
+        .iter()
+        .filter(|r| !r.warmup && Some(r.concurrency) == concurrency)
+    {
+        let window =
+            windows.entry_or_insert_with((r.repetition, r.target), || (r.sent_us, r.end_us));
+        window.0 = window.0.min(r.sent_us);
+        window.1 = window.1.max(r.end_us);
+    }
+    windows.values().copied().collect()
+}
+
 impl RunDocument {
     /// Computes summaries and the verdict from the records.
     pub fn build(
@@ -224,6 +245,12 @@ impl RunDocument {
         let mut levels: Vec<Summary> = by_level.values().map(|s| s.summary(&plan.slo)).collect();
         for level in &mut levels {
             level.distorted = distortion(level, engine, &environment.conditions);
+        }
+        if let Some(metrics) = &environment.server_metrics {
+            for level in &mut levels {
+                let windows = pass_windows(&records, level.concurrency);
+                level.server = server_metrics::level(&metrics.samples, &windows);
+            }
         }
         // A repeated ladder: each level's passes apart, for the noise between them.
         let mut by_pass: VecMap<(u32, u32), LevelStats> = VecMap::new();
@@ -320,12 +347,23 @@ impl RunDocument {
         let (_, own) = by_target.next().expect("target A");
         let ab = by_target
             .map(|(i, records)| {
+                let plan = plan.for_target(i);
+                let mut environment = environment.clone();
+                // The metrics are target A's server's: another origin's are not.
+                let metrics_url = server_metrics::url_of(&plan.base_url);
+                if environment
+                    .server_metrics
+                    .as_ref()
+                    .is_some_and(|m| m.url != metrics_url)
+                {
+                    environment.server_metrics = None;
+                }
                 RunDocument::build(
                     format!("{run_id}-{}", Plan::target_label(i)),
                     started_at.clone(),
                     status,
-                    plan.for_target(i),
-                    environment.clone(),
+                    plan,
+                    environment,
                     records,
                 )
             })

@@ -16,6 +16,7 @@ use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
+use crate::server_metrics::ServerLevel;
 use crate::{
     browser::{self, Engine, SLOW_SEND_US},
     error::ErrorKind,
@@ -363,6 +364,7 @@ impl LevelStats {
             n_good: slo.is_set().then_some(n_good),
             goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
             repetitions: Vec::new(),
+            server: None,
         }
     }
 }
@@ -598,6 +600,10 @@ pub struct Summary {
     /// spread between them is the noise floor of this level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<PassFigures>,
+    /// What the server reported while this level ran (its `/metrics`), where the
+    /// page could read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerLevel>,
 }
 
 /// One pass of a repeated level.

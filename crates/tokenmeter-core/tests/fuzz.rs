@@ -1,7 +1,7 @@
 //! Every reader of what other people's software writes, fed inputs it was never
 //! meant to see: SSE streams (bytes cut anywhere, through the record a request
 //! keeps), run documents, vLLM results, Locust records, the article's
-//! `config.json` and plan links, and prompt files. Each target starts from real
+//! `config.json` and plan links, prompt files, and servers' Prometheus metrics. Each target starts from real
 //! inputs (the stream fixture, documents this crate writes, the article's config)
 //! and mutates them (bytes flipped, cut, repeated, spliced with another seed,
 //! JSON tokens dropped in) or makes bytes up; the property is that the reader
@@ -26,6 +26,7 @@ use tokenmeter_core::{
     prompts,
     record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
     report::{Environment, RunDocument, RunStatus},
+    server_metrics::{self, Server, ServerMetrics, ServerSample},
     sse::SseLimits,
 };
 
@@ -245,9 +246,30 @@ fn document_seeds() -> Vec<Vec<u8>> {
         "2026-12-06T10:00:00Z".into(),
         RunStatus::Done,
         Plan::default_for_simulator("http://127.0.0.1:8000/v1"),
-        Environment::default(),
+        Environment {
+            server_metrics: Some(ServerMetrics {
+                url: "http://127.0.0.1:8000/metrics".into(),
+                server: Some(Server::Vllm),
+                every_ms: server_metrics::POLL_EVERY_MS,
+                unreadable: None,
+                samples: [100, 900]
+                    .map(|at_us| ServerSample {
+                        at_us,
+                        running: Some(2.0),
+                        waiting: Some(1.0),
+                        kv_pct: Some(12.5),
+                        preemptions: Some(0.0),
+                        prefix_queries: Some(100.0),
+                        prefix_hits: Some(at_us as f64 / 10.0),
+                        prefix_hit_pct: None,
+                    })
+                    .to_vec(),
+            }),
+            ..Environment::default()
+        },
         records,
     );
+    assert!(document.levels.iter().all(|l| l.server.is_some()));
     vec![document.to_json().into_bytes()]
 }
 
@@ -297,6 +319,15 @@ fn prompt_seeds() -> Vec<Vec<u8>> {
 "#
         .to_vec(),
         br#"[{"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}]"#.to_vec(),
+    ]
+}
+
+/// Expositions as vLLM, SGLang, TGI and llama.cpp's server write them.
+fn prometheus_seeds() -> Vec<Vec<u8>> {
+    vec![
+        b"# HELP vllm:num_requests_running Number of requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} 4.0\nvllm:num_requests_waiting{engine=\"0\",model_name=\"a \\\"q\\\" }\"} 2.0\nvllm:kv_cache_usage_perc{engine=\"0\"} 0.5\nvllm:prefix_cache_hits_total 10\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n".to_vec(),
+        b"sglang:num_running_reqs{model_name=\"m\"} 5\nsglang:num_queue_reqs 1\nsglang:token_usage 0.25\nsglang:cache_hit_rate 0.5\n".to_vec(),
+        b"tgi_batch_current_size 3\ntgi_queue_size 9 1700000000000\nllamacpp:requests_processing 2\nllamacpp:kv_cache_usage_ratio NaN\n".to_vec(),
     ]
 }
 
@@ -353,6 +384,21 @@ const TARGETS: &[Target] = &[
         run: |input| {
             if let Ok(read) = prompts::read("fuzz.txt", input) {
                 assert!(read.file.count as usize == read.prompts.len() && !read.prompts.is_empty());
+            }
+        },
+    },
+    Target {
+        name: "prometheus metrics",
+        seeds: prometheus_seeds,
+        run: |input| {
+            if let Ok((_, sample)) = server_metrics::parse(&text(input)) {
+                // What is kept is a number (NaN and infinities are left out).
+                for value in [sample.running, sample.waiting, sample.kv_pct]
+                    .into_iter()
+                    .flatten()
+                {
+                    assert!(value.is_finite());
+                }
             }
         },
     },

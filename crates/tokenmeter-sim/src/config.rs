@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use clap::Parser;
 
-use crate::{engine::EngineParams, fault::Fault};
+use crate::{engine::EngineParams, fault::Fault, server::metrics::MetricsNames};
 
 /// An OpenAI-compatible streaming server that behaves like a continuous-batching
 /// inference engine, with ground truth for every token it sends.
@@ -47,6 +47,14 @@ pub struct SimConfig {
     /// browser request from another origin fails without a response.
     #[arg(long)]
     pub no_cors: bool,
+    /// Whose names `GET /metrics` uses for the engine's state (`none`: no
+    /// `/metrics`, a 404).
+    #[arg(long, value_enum, default_value_t = MetricsNames::Vllm)]
+    pub metrics_names: MetricsNames,
+    /// Send no CORS headers on `/metrics` alone, as a server whose metrics are not
+    /// meant for browsers: the page cannot read them, and the run goes on.
+    #[arg(long)]
+    pub no_metrics_cors: bool,
     /// Leave out `Timing-Allow-Origin`, as most real servers do: browsers then hide
     /// the protocol and when each request left them (Resource Timing's details).
     #[arg(long)]

@@ -79,6 +79,22 @@ pub struct EngineParams {
     /// Seed of the jitter, for reproducible schedules.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Tokens the KV cache holds (every running sequence's prompt and output so
+    /// far), for `/metrics`' `kv_cache_usage_perc`. The model does not preempt.
+    #[arg(long, default_value_t = 65_536)]
+    pub kv_cache_tokens: u64,
+}
+
+/// What the engine is doing, as `/metrics` reports it: set by the engine thread at
+/// every step, read by anyone.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    pub running: AtomicU64,
+    pub waiting: AtomicU64,
+    /// Tokens held in the KV cache by the running sequences.
+    pub kv_tokens: AtomicU64,
+    /// Tokens generated since the start (a counter).
+    pub generation_tokens: AtomicU64,
 }
 
 impl EngineParams {
@@ -119,6 +135,7 @@ pub struct Job {
 pub struct Engine {
     submit: mpsc::Sender<Vec<Job>>,
     released: Arc<Released>,
+    gauges: Arc<Gauges>,
 }
 
 impl Engine {
@@ -127,13 +144,26 @@ impl Engine {
     pub fn start(params: EngineParams) -> Engine {
         let (submit, jobs) = mpsc::channel();
         let released = Arc::new(Released::default());
+        let gauges = Arc::new(Gauges::default());
         let (to_dispatcher, from_engine) = tokio_mpsc::unbounded_channel();
         tokio::spawn(dispatch(from_engine, released.clone()));
         thread::Builder::new()
             .name("sim-engine".into())
-            .spawn(move || run(params, jobs, to_dispatcher))
+            .spawn({
+                let gauges = gauges.clone();
+                move || run(params, jobs, to_dispatcher, &gauges)
+            })
             .expect("the engine thread starts");
-        Engine { submit, released }
+        Engine {
+            submit,
+            released,
+            gauges,
+        }
+    }
+
+    /// What the engine is doing now.
+    pub fn gauges(&self) -> &Gauges {
+        &self.gauges
     }
 
     /// The steps whose end has come: their tokens may be written.
@@ -285,6 +315,7 @@ fn run(
     params: EngineParams,
     jobs: mpsc::Receiver<Vec<Job>>,
     dispatcher: UnboundedSender<ToDispatcher>,
+    gauges: &Gauges,
 ) {
     let mut step = 0u64;
     let mut rng = SplitMix64(params.seed);
@@ -294,6 +325,9 @@ fn run(
     let mut admitted_prompts = Vec::new();
     loop {
         if waiting.is_empty() && running.is_empty() {
+            gauges.running.store(0, Ordering::Relaxed);
+            gauges.waiting.store(0, Ordering::Relaxed);
+            gauges.kv_tokens.store(0, Ordering::Relaxed);
             match jobs.recv() {
                 Ok(batch) => waiting.extend(batch),
                 Err(_) => return,
@@ -319,9 +353,23 @@ fn run(
                 emitted: 0,
             });
         }
+        gauges
+            .running
+            .store(running.len() as u64, Ordering::Relaxed);
+        gauges
+            .waiting
+            .store(waiting.len() as u64, Ordering::Relaxed);
+        let kv_tokens: u64 = running
+            .iter()
+            .map(|seq| seq.job.prompt_tokens + seq.emitted)
+            .sum();
+        gauges.kv_tokens.store(kv_tokens, Ordering::Relaxed);
         if running.is_empty() {
             continue;
         }
+        gauges
+            .generation_tokens
+            .fetch_add(running.len() as u64, Ordering::Relaxed);
         let jitter = 1.0 + params.jitter * (2.0 * rng.next_f64() - 1.0);
         let step_us = (params.step_us(running.len(), &admitted_prompts) * jitter).max(1.0);
         let step_end = clock + Duration::from_nanos((step_us * 1e3) as u64);
@@ -417,6 +465,7 @@ mod tests {
             prefill_per_token_ms: 0.0,
             jitter: 0.0,
             seed: 1,
+            kv_cache_tokens: 1_000,
         }
     }
 

@@ -214,6 +214,13 @@ async fn handle(
         .cache
         .lookup_and_keep(&ask.prompt)
         .min(truth.prompt_tokens);
+    let counters = &state.cache_counters;
+    counters
+        .queries
+        .fetch_add(truth.prompt_tokens, Ordering::Relaxed);
+    counters
+        .hits
+        .fetch_add(truth.cached_tokens, Ordering::Relaxed);
     truth.max_tokens = ask.max_tokens;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     if n_tokens > 0 {

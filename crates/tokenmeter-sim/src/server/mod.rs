@@ -7,11 +7,13 @@
 //!   early, the job handed to the engine;
 //! - [`stream`]: the streamed body, token by token, written at each step's end;
 //! - [`hostile`]: the answers of hostile servers, made as they are read;
+//! - [`metrics`]: `GET /metrics`, the engine's state under a real server's names;
 //! - [`whole`]: the non-streamed answer.
 
 mod completion;
 mod gateway;
 mod hostile;
+pub mod metrics;
 mod network;
 mod routes;
 mod stream;
@@ -40,6 +42,7 @@ struct AppState {
     config: SimConfig,
     engine: Engine,
     cache: crate::cache::PromptCache,
+    cache_counters: metrics::CacheCounters,
     truth: Arc<TruthStore>,
     next_id: AtomicU64,
     created_unix_s: u64,
@@ -72,6 +75,7 @@ impl SimServer {
         let state = Arc::new(AppState {
             engine: Engine::start(config.engine),
             cache: crate::cache::PromptCache::new(config.prompt_cache_tokens),
+            cache_counters: metrics::CacheCounters::default(),
             truth: truth.clone(),
             next_id: AtomicU64::new(0),
             created_unix_s: SystemTime::now()

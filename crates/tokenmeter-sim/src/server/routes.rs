@@ -1,5 +1,6 @@
 //! The routes, CORS on every answer (errors and streams included), and the
-//! simulator's own endpoints (`/v1/models`, `/v1/sim/truth`, `/v1/sim/config`).
+//! simulator's own endpoints (`/v1/models`, `/v1/sim/truth`, `/v1/sim/config`,
+//! `/metrics`).
 
 use std::{sync::Arc, time::Duration};
 
@@ -27,6 +28,7 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/sim/truth", get(truth).delete(clear_truth))
         .route("/v1/sim/config", get(sim_config))
+        .route("/metrics", get(super::metrics::metrics))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), cors))
         // Outside CORS: a preflight crosses the network too.
@@ -45,6 +47,7 @@ async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) 
         .headers()
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
         .cloned();
+    let metrics_without_cors = state.config.no_metrics_cors && request.uri().path() == "/metrics";
     let mut response = if request.method() == Method::OPTIONS {
         if state.config.preflight_delay_ms > 0.0 {
             // A far-away server: each preflight costs a round trip the page can see.
@@ -57,7 +60,7 @@ async fn cors(State(state): State<Arc<AppState>>, request: Request, next: Next) 
     } else {
         next.run(request).await
     };
-    if state.config.no_cors {
+    if state.config.no_cors || metrics_without_cors {
         return response;
     }
     let headers = response.headers_mut();
