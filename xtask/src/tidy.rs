@@ -48,6 +48,7 @@ pub const CORE: Layering = Layering {
         ("one request, the plan as typed", &["record", "draft"]),
         ("a level", &["summary"]),
         ("what is concluded", &["condition", "verdict", "search"]),
+        ("a run's course", &["schedule"]),
         ("the live view", &["live"]),
         ("the run document", &["report"]),
         (

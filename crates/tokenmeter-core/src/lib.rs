@@ -36,6 +36,7 @@ pub mod prompts;
 pub mod record;
 pub mod render;
 pub mod report;
+pub mod schedule;
 pub mod search;
 pub mod server_metrics;
 pub mod sse;
