@@ -18,6 +18,7 @@ pub fn Field(
     testid: &'static str,
     value: RwSignal<String>,
     #[prop(default = "text")] kind: &'static str,
+    #[prop(optional)] placeholder: Option<&'static str>,
     #[prop(optional)] hint: Option<Words>,
     #[prop(optional)] disabled: Option<Signal<bool>>,
     /// Shown under the input (checks of what was typed).
@@ -32,6 +33,7 @@ pub fn Field(
                 type=kind
                 spellcheck="false"
                 autocomplete="off"
+                placeholder=placeholder
                 prop:value=value
                 prop:disabled=move || is_disabled(disabled)
                 on:input=move |ev| value.set(event_target_value(&ev))

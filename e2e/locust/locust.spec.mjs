@@ -119,6 +119,13 @@ test('a plan exported from the page runs on Locust (master + 2 workers) and come
   assert.match(ok.stdout, /2 Locust 2\.47\.0 worker process/);
   const document = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
   assert.equal(document.environment.source, 'locust');
+  // The master read the server's /metrics while the stages ran, as the page does.
+  const polls = lines.filter((l) => l.kind === 'metrics');
+  assert.ok(polls.length >= 2 && polls.every((p) => p.text && !p.unreadable), JSON.stringify(polls.slice(0, 3)));
+  assert.equal(document.environment.server_metrics.server, 'vllm');
+  assert.equal(document.environment.server_metrics.samples.length, polls.length);
+  assert.ok(document.levels.some((l) => l.server && l.server.running_max >= 1), 'a level saw the server at work');
+  assert.match(ok.stdout, /Server metrics \(vLLM's names\) read from http:\/\/127\.0\.0\.1:\d+\/metrics/);
   assert.equal(document.records.length, 26);
   const measured = requests.filter((r) => !r.warmup).map((r) => truth.get(r.response_id).tokens.length);
   assert.equal(document.levels.reduce((n, l) => n + l.n_out_total, 0), measured.reduce((a, b) => a + b, 0));

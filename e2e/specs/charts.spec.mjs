@@ -71,7 +71,9 @@ test('a finished ladder is drawn: a point per level and series, markers at the v
   const shown = () =>
     page.locator('[data-testid="results-table"] th').evaluateAll((ths) => ths.filter((th) => getComputedStyle(th).display !== 'none').length);
   const before = await shown();
-  assert.equal(before, 9, 'the level and the article\'s eight columns');
+  // The simulator publishes /metrics: the server's queue and KV cache are shown too.
+  const server = (await page.locator('[data-testid="server-metrics"][data-state="read"]').count()) > 0;
+  assert.equal(before, server ? 11 : 9, 'the level, the article\'s eight columns, and the server\'s waiting and KV cache where its metrics were read');
   await app.byTestId('column-chooser').locator('summary').click();
   await app.byTestId('column-chooser').locator('input[data-col="e2e_p95"]').check();
   assert.equal(await shown(), before + 1);

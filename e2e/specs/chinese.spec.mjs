@@ -22,7 +22,7 @@ const TECHNICAL = new Set(
    top_p X-Gateway-Route east http https cargo xtask serve local storage Chromium
    Firefox Tab SVG Locustfile Poisson LLM OpenAI pass key worker mod bench fetch
    usage.prompt_tokens usage.prompt_tokens_details.cached_tokens timings models
-   metrics KV TGI`
+   metrics KV TGI Prometheus`
     .split(/\s+/)
     .filter(Boolean),
 );

@@ -13,13 +13,14 @@ const suite = useSuite(null);
 const sims = [];
 after(() => sims.forEach((s) => s.close()));
 
-async function runAgainst(simArgs, fields) {
+async function runAgainst(simArgs, fields, setUp = async () => {}) {
   const sim = await startSim(['--max-batch', '4', ...simArgs]);
   sims.push(sim);
   const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = new AppPage(page);
   await app.open(suite.site.url);
   await app.fillPlan({ 'base-url': sim.baseUrl, warmup: 0, ...fields });
+  await setUp(app);
   await app.run();
   await app.waitForStatus('done');
   return { app, page, doc: await app.exportJson() };
@@ -39,8 +40,23 @@ test('the server queues above its batch and not below, as its /metrics say', asy
   assert.equal(five.waiting_max, 1, 'one of five waits for the batch of four');
   assert.equal(five.running_max, 4, JSON.stringify(five));
   assert.ok(five.kv_max_pct > 0 && five.kv_max_pct < 100, JSON.stringify(five));
+  const chart = page.getByTestId('chart-server');
+  assert.ok(Number(await chart.getAttribute('data-samples')) >= 4, 'the samples charted');
+  assert.equal(await chart.locator('[data-series="waiting"]').count(), 1);
+  assert.equal(
+    await chart.getByTestId('over-time-level').count(),
+    await page.getByTestId('chart-over-time').getByTestId('over-time-level').count(),
+    'the levels shaded as in the tokens/s chart',
+  );
   const rows = await app.resultsRows();
   assert.deepEqual(rows.map((r) => r.server_waiting), ['0', '1']);
+  // Where the tail grew, the diagnosis has the server's own word on it: queueing
+  // confirmed by its queue, never put outside the server while requests waited.
+  const causes = await page.locator('[data-testid="diagnosis-item"]').evaluateAll((items) => items.map((i) => i.dataset.cause));
+  assert.ok(!causes.includes('network_or_gateway'), `diagnosis: ${causes}`);
+  if (causes.includes('queueing')) {
+    assert.match(await page.locator('[data-testid="diagnosis-item"][data-cause="queueing"]').textContent(), /The server's own metrics confirm it/);
+  }
   const line = app.byTestId('server-metrics');
   assert.equal(await line.getAttribute('data-state'), 'read');
   assert.match(await line.textContent(), /vLLM's names/);
@@ -64,6 +80,34 @@ for (const [args, why, said] of [
     assert.equal(await line.getAttribute('data-state'), 'unreadable');
     assert.match(await line.textContent(), said);
     assert.equal(await page.locator('[data-col="server_waiting"]').count(), 0, 'no server columns without metrics');
+    assert.equal(await page.getByTestId('chart-server').count(), 0, 'no chart without metrics');
     await page.close();
   });
 }
+
+test('metrics read from a URL of their own, or not at all', async () => {
+  // A second simulator plays a separate metrics endpoint (another port, SGLang's names).
+  const elsewhere = await startSim(['--metrics-names', 'sglang']);
+  sims.push(elsewhere);
+  const metricsUrl = elsewhere.baseUrl.replace(/\/v1$/, '/metrics');
+  const own = await runAgainst([], { levels: '1', 'requests-per-level': 3, 'max-tokens': 30 }, async (app) => {
+    await app.byTestId('advanced').locator('summary').click();
+    await app.fill('metrics-url', metricsUrl);
+  });
+  assert.equal(own.doc.plan.metrics_url, metricsUrl);
+  assert.equal(own.doc.environment.server_metrics.url, metricsUrl);
+  assert.equal(own.doc.environment.server_metrics.server, 'sglang');
+  assert.ok(own.doc.environment.server_metrics.samples.length >= 1);
+  await own.page.close();
+
+  const off = await runAgainst([], { levels: '1', 'requests-per-level': 2, 'max-tokens': 8 }, async (app) => {
+    await app.byTestId('advanced').locator('summary').click();
+    await app.byTestId('poll-metrics').uncheck();
+    assert.equal(await app.byTestId('metrics-url').isDisabled(), true);
+  });
+  assert.equal(off.doc.plan.poll_metrics, false);
+  assert.equal(off.doc.environment.server_metrics, undefined);
+  assert.equal(await off.app.byTestId('server-metrics').count(), 0, 'nothing said of what was not asked');
+  assert.deepEqual((await off.app.resultsRows()).map((r) => r.n_ok), ['2']);
+  await off.page.close();
+});

@@ -156,6 +156,21 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
                 value=d.include_usage
                 disabled=running
             />
+            <div class="field-row">
+                <Check
+                    label=w("Read the server's metrics (Prometheus /metrics) while the run goes", "运行期间读取服务端指标（Prometheus /metrics）")
+                    testid="poll-metrics"
+                    value=d.poll_metrics
+                    disabled=running
+                />
+                <Field
+                    label=w("Metrics URL (empty: the base URL's /metrics)", "指标地址（留空：接口地址的 /metrics）")
+                    testid="metrics-url"
+                    value=d.metrics_url
+                    placeholder="http://10.0.0.5:8000/metrics"
+                    disabled=Signal::derive(move || running.get() || !d.poll_metrics.get())
+                />
+            </div>
             <TextArea
                 label=w("Extra headers", "附加请求头")
                 testid="extra-headers"

@@ -120,6 +120,8 @@ pub struct DraftSignals {
     pub auth: RwSignal<AuthStyle>,
     pub temperature: RwSignal<String>,
     pub include_usage: RwSignal<bool>,
+    pub poll_metrics: RwSignal<bool>,
+    pub metrics_url: RwSignal<String>,
     pub extra_headers: RwSignal<String>,
     pub extra_body: RwSignal<String>,
     pub prompt_tokens: RwSignal<String>,
@@ -163,6 +165,8 @@ impl DraftSignals {
             auth: RwSignal::default(),
             temperature: RwSignal::default(),
             include_usage: RwSignal::default(),
+            poll_metrics: RwSignal::default(),
+            metrics_url: RwSignal::default(),
             extra_headers: RwSignal::default(),
             extra_body: RwSignal::default(),
             prompt_tokens: RwSignal::default(),
@@ -206,6 +210,8 @@ impl DraftSignals {
             auth: self.auth.get_untracked(),
             temperature: self.temperature.get_untracked(),
             include_usage: self.include_usage.get_untracked(),
+            poll_metrics: self.poll_metrics.get_untracked(),
+            metrics_url: self.metrics_url.get_untracked(),
             extra_headers: self.extra_headers.get_untracked(),
             extra_body: self.extra_body.get_untracked(),
             prompt_tokens: self.prompt_tokens.get_untracked(),
@@ -258,6 +264,8 @@ impl DraftSignals {
             auth,
             temperature,
             include_usage,
+            poll_metrics,
+            metrics_url,
             extra_headers,
             extra_body,
             prompt_tokens,
@@ -294,6 +302,8 @@ impl DraftSignals {
         self.auth.set(auth);
         self.temperature.set(temperature);
         self.include_usage.set(include_usage);
+        self.poll_metrics.set(poll_metrics);
+        self.metrics_url.set(metrics_url);
         self.extra_headers.set(extra_headers);
         self.extra_body.set(extra_body);
         self.prompt_tokens.set(prompt_tokens);

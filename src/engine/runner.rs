@@ -8,13 +8,13 @@ use std::{rc::Rc, sync::Arc, time::Duration};
 
 use tokenmeter_core::{
     condition::RunCondition,
-    error::ErrorKind,
-    network::{Network, PROBES_AFTER, PROBES_BEFORE},
-    plan::{arrival_offsets_ms, AbOrder, Bodies, LoadMode, Plan, PromptMode, MAX_REQUESTS_PER_RUN},
+    error::{ErrorKind, Said},
+    network::{Network, TimedBy, PROBES_AFTER, PROBES_BEFORE},
+    plan::{self, Bodies, Plan, PromptMode},
     prompts::{self, Prompts},
-    record::{RecordOptions, RequestStart},
-    report::{RunDocument, RunStatus},
-    search::SloSearch,
+    record::{RecordOptions, RequestRecord, RequestStart},
+    report::{EngineLoad, Environment, RunDocument, RunStatus},
+    schedule::{Schedule, Sending},
 };
 
 use super::{
@@ -115,88 +115,130 @@ fn origin(url: &str) -> &str {
     &url[..end]
 }
 
-/// The levels a plan runs, as `(concurrency, requests planned)`: concurrency 0 is
-/// open-loop arrivals, 0 requests a level bounded by time. An SLO search has none
-/// beforehand: it adds each probe as it goes.
-fn levels(plan: &Plan) -> Vec<(u32, u32)> {
-    match &plan.load {
-        LoadMode::SloSearch { .. } => Vec::new(),
-        // A repeated ladder runs all its levels, then all again; an A/B plan takes
-        // each level for every target in turn: each is a level of its own here
-        // (see `set_origin`).
-        LoadMode::Ladder {
-            levels,
-            requests_per_level,
-        } => {
-            // Interleaved A/B: one level for all the targets, each sending its share.
-            let (per_level, n_planned) = match plan.ab_order {
-                AbOrder::Levels => (plan.n_targets(), *requests_per_level),
-                AbOrder::Requests => (1, requests_per_level * plan.n_targets() as u32),
-            };
-            (0..plan.repeat.max(1))
-                .flat_map(|_| {
-                    levels
-                        .iter()
-                        .flat_map(move |&c| std::iter::repeat_n((c, n_planned), per_level))
-                })
-                .collect()
-        }
-        LoadMode::Arrivals { n_requests, .. } => vec![(0, *n_requests)],
-        LoadMode::Duration { concurrency, .. } => vec![(*concurrency, 0)],
-    }
-}
-
 /// Runs a plan to the end (or to Cancel), posting progress and then the document.
 pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorker)>) {
-    if let Err(problems) = input.plan.validate() {
-        post(FromWorker::Failed { problems });
-        return;
-    }
-    if let Some(file) = input
-        .plan
-        .prompt_file
-        .as_ref()
-        .filter(|_| input.plan.prompt_mode == PromptMode::File)
-    {
-        if input.prompts.as_ref().map(|p| &p.file.sha256) != Some(&file.sha256) {
-            post(FromWorker::Failed {
-                problems: vec![prompts::missing(file)],
-            });
+    let RunInput {
+        run_id,
+        started_at,
+        plan,
+        api_key,
+        target_keys,
+        prompts,
+        visibility,
+    } = input;
+    let (plan, targets) = match prepare(plan, &api_key, &target_keys, prompts.as_ref()) {
+        Ok(prepared) => prepared,
+        Err(problems) => {
+            post(FromWorker::Failed { problems });
             return;
         }
-    }
-    let mut plan = input.plan;
-    // The run's prompts come from the plan's seed, or from one of its own (kept in
-    // the document's plan), so that no run resends an earlier run's prompts.
-    let seed = *plan.seed.get_or_insert_with(fresh_seed);
-    let targets: Vec<Target> = (0..plan.n_targets())
-        .map(|i| {
-            let key = target_key(&plan, &input.api_key, &input.target_keys, i);
-            target(&plan.for_target(i), key, seed, input.prompts.as_ref())
-        })
-        .collect();
-    let options = RecordOptions::default();
+    };
+    let mut schedule = Schedule::new(&plan);
     let clock = Clock::start();
-    let resolution_us = clock.resolution_us();
     super::request::reset_resource_timing();
-    let levels = levels(&plan);
-    let environment = environment(resolution_us);
+    let environment = environment(clock.resolution_us());
+    let planned: Vec<(u32, u32)> = schedule
+        .planned()
+        .iter()
+        .map(|l| (l.concurrency, l.n_planned))
+        .collect();
     let shared = Rc::new(Shared::new(
         clock.clone(),
         environment.engine(),
         plan.warmup_requests,
-        &levels,
+        &planned,
     ));
-    let interleave = plan.ab_order == AbOrder::Requests && !plan.targets.is_empty();
-    if let LoadMode::Ladder { levels: ladder, .. } = &plan.load {
-        let per_level = if interleave { 1 } else { plan.n_targets() };
-        for index in 0..levels.len() {
-            let pass = index / (ladder.len() * per_level).max(1);
-            shared.set_origin(index, pass as u32, (index % per_level) as u32);
+    for level in schedule.planned() {
+        shared.set_origin(level.index, level.pass, level.target_label());
+    }
+    watch(&shared, &post);
+
+    // The network's round trip, before anything else is in flight (target A's).
+    let (round_trips_before, timed_by) = round_trips(&plan.base_url, PROBES_BEFORE).await;
+    // What the server itself reports, from now to the end (target A's), where the
+    // plan reads it.
+    let server_metrics = plan.metrics_url().map(|url| {
+        // Only on the endpoint's own origin do polls share its connections.
+        let shared_connections = plan::origin(&url) == plan::origin(&plan.base_url);
+        super::server_metrics::start(
+            url,
+            shared_connections,
+            clock.clone(),
+            shared.clone(),
+            cancel.clone(),
+        )
+    });
+
+    let run = Measuring {
+        plan: &plan,
+        targets: &targets,
+        shared: &shared,
+        cancel: &cancel,
+        options: RecordOptions::default(),
+    };
+    run.warm_up(schedule.warmup_concurrency()).await;
+    let (conditions, engine_load) = run.levels(&mut schedule, &environment, &visibility).await;
+
+    let status = if cancel.is_cancelled() {
+        RunStatus::Cancelled
+    } else {
+        RunStatus::Done
+    };
+    let network = run.network(round_trips_before, timed_by).await;
+    post(FromWorker::Progress(shared.snapshot()));
+    let records = shared.finish();
+    let mut environment = environment;
+    environment.conditions.extend(conditions);
+    environment.network = network;
+    if let Some(cause) = run.no_response_cause(&records, &environment).await {
+        environment.conditions.push(cause);
+    }
+    environment.engine_load = engine_load;
+    environment.server_metrics = server_metrics.map(|m| m.borrow().clone());
+    let mut document =
+        RunDocument::build_ab(run_id, started_at, status, plan, environment, records);
+    if let Some(outcome) = schedule.outcome() {
+        document.conclude_search(outcome);
+    }
+    post(FromWorker::Finished {
+        document: Box::new(document),
+    });
+}
+
+/// The plan as it will run (with its seed) and where each target's requests go;
+/// or why it cannot run.
+fn prepare(
+    mut plan: Plan,
+    api_key: &Option<String>,
+    target_keys: &[Option<String>],
+    prompts: Option<&Arc<Prompts>>,
+) -> Result<(Plan, Vec<Target>), Vec<Said>> {
+    plan.validate()?;
+    if let Some(file) = plan
+        .prompt_file
+        .as_ref()
+        .filter(|_| plan.prompt_mode == PromptMode::File)
+    {
+        if prompts.map(|p| &p.file.sha256) != Some(&file.sha256) {
+            return Err(vec![prompts::missing(file)]);
         }
     }
+    // The run's prompts come from the plan's seed, or from one of its own (kept in
+    // the document's plan), so that no run resends an earlier run's prompts.
+    let seed = *plan.seed.get_or_insert_with(fresh_seed);
+    let targets = (0..plan.n_targets())
+        .map(|i| {
+            let key = target_key(&plan, api_key, target_keys, i);
+            target(&plan.for_target(i), key, seed, prompts)
+        })
+        .collect();
+    Ok((plan, targets))
+}
 
-    // Progress, at a bounded rate, until the run ends.
+/// Progress for the page at a bounded rate, and the engine's own event loop
+/// watched, until the run ends: a tick that wakes late says every timestamp
+/// waiting behind it was taken late too.
+fn watch(shared: &Rc<Shared>, post: &Rc<dyn Fn(FromWorker)>) {
     wasm_bindgen_futures::spawn_local({
         let shared = shared.clone();
         let post = post.clone();
@@ -207,8 +249,6 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             }
         }
     });
-    // The engine's own event loop, watched: a tick that wakes late says every
-    // timestamp waiting behind it was taken late too.
     wasm_bindgen_futures::spawn_local({
         let shared = shared.clone();
         async move {
@@ -220,188 +260,156 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             }
         }
     });
+}
 
-    // The network's round trip, before anything else is in flight (target A's).
-    let (round_trips_before, timed_by) = round_trips(&plan.base_url, PROBES_BEFORE).await;
-    // What the server itself reports, from now to the end (target A's).
-    let server_metrics = super::server_metrics::start(
-        &plan.base_url,
-        clock.clone(),
-        shared.clone(),
-        cancel.clone(),
-    );
+/// What sending a run's requests needs.
+struct Measuring<'a> {
+    plan: &'a Plan,
+    targets: &'a [Target],
+    shared: &'a Rc<Shared>,
+    cancel: &'a CancelToken,
+    options: RecordOptions,
+}
 
-    // Warm-up: sequential, never summarised; it pays for connection set-up and the
-    // first CORS preflight (of every target of an A/B plan).
-    // (An SLO search starts at 1.)
-    let warmup_concurrency = levels.first().map_or(1, |l| l.0.max(1));
-    for (i, target) in targets.iter().enumerate() {
-        for _ in 0..plan.warmup_requests {
-            if cancel.is_cancelled() {
-                break;
-            }
-            let now = clock.now_us();
-            let start = RequestStart {
-                id: shared.next_id(),
-                concurrency: warmup_concurrency,
-                warmup: true,
-                wanted_us: now,
-                sent_us: now,
-            };
-            let (mut record, cost) = send(target, start, &clock, &cancel, options).await;
-            record.target = i as u32;
-            shared.record_done(None, record, cost);
-        }
-    }
-
-    let mut conditions = Vec::new();
-    let mut engine_load = Vec::new();
-    let mut search = match &plan.load {
-        LoadMode::SloSearch {
-            max_concurrency, ..
-        } => Some(SloSearch::new(1, *max_concurrency)),
-        _ => None,
-    };
-    for index in 0.. {
-        if cancel.is_cancelled() {
-            break;
-        }
-        let (concurrency, n_planned) = match (&search, &plan.load) {
-            (
-                Some(search),
-                LoadMode::SloSearch {
-                    requests_per_probe, ..
-                },
-            ) => {
-                let Some(c) = search.next() else { break };
-                let n = tokenmeter_core::plan::requests_per_probe(c, *requests_per_probe);
-                shared.push_level(c, n, environment.engine());
-                (c, n)
-            }
-            _ => match levels.get(index) {
-                Some(&level) => level,
-                None => break,
-            },
-        };
-        shared.start_level(index);
-        let level = Level {
-            shared: &shared,
-            targets: &targets,
-            target: if interleave { 0 } else { index % targets.len() },
-            interleave,
-            cancel: &cancel,
-            options,
-            index,
-        };
-        match &plan.load {
-            LoadMode::Ladder { .. } | LoadMode::SloSearch { .. } => {
-                level.closed_loop(concurrency, n_planned, None).await;
-            }
-            LoadMode::Duration { seconds, .. } => {
-                let n_sent = level
-                    .closed_loop(concurrency, MAX_REQUESTS_PER_RUN, Some(seconds * 1e3))
-                    .await;
-                if n_sent >= MAX_REQUESTS_PER_RUN {
-                    conditions.push(RunCondition::RequestCapReached {
-                        concurrency,
-                        limit: MAX_REQUESTS_PER_RUN,
-                    });
+impl Measuring<'_> {
+    /// Warm-up: sequential, never summarised; it pays for connection set-up and
+    /// the first CORS preflight (of every target of an A/B plan).
+    async fn warm_up(&self, concurrency: u32) {
+        let clock = &self.shared.clock;
+        for (i, target) in self.targets.iter().enumerate() {
+            for _ in 0..self.plan.warmup_requests {
+                if self.cancel.is_cancelled() {
+                    return;
                 }
+                let now = clock.now_us();
+                let start = RequestStart {
+                    id: self.shared.next_id(),
+                    concurrency,
+                    warmup: true,
+                    wanted_us: now,
+                    sent_us: now,
+                };
+                let (mut record, cost) =
+                    send(target, start, clock, self.cancel, self.options).await;
+                record.target = i as u32;
+                self.shared.record_done(None, record, cost);
             }
-            LoadMode::Arrivals {
-                rate_rps,
-                poisson,
-                seed,
-                ..
-            } => {
-                level
-                    .open_loop(&arrival_offsets_ms(*rate_rps, *poisson, n_planned, *seed))
-                    .await
-            }
-        }
-        let (started_ms, load) = shared.end_level(index);
-        let hidden_ms = input.visibility.hidden_ms(
-            clock.origin_ms() + started_ms,
-            clock.origin_ms() + started_ms + load.wall_ms,
-        );
-        conditions.extend(level_conditions(concurrency, hidden_ms, &load));
-        engine_load.push(load);
-        if let Some(search) = &mut search {
-            if cancel.is_cancelled() {
-                break;
-            }
-            // The probe judged as the finished run will judge its level: by the
-            // verdict, distortions (the engine's lag, the browser's queue) included.
-            let mut probe_environment = environment.clone();
-            probe_environment
-                .conditions
-                .extend(conditions.iter().cloned());
-            let probe = RunDocument::build(
-                String::new(),
-                String::new(),
-                RunStatus::Done,
-                plan.clone(),
-                probe_environment,
-                shared.level_records(concurrency),
-            );
-            search.observe(concurrency, probe.verdict.meets_slo_at(concurrency));
         }
     }
 
-    let status = if cancel.is_cancelled() {
-        RunStatus::Cancelled
-    } else {
-        RunStatus::Done
-    };
-    // The round trip again once nothing is in flight: did the network move?
-    // (Timed as those before were, or not counted.)
-    let round_trips_after = if cancel.is_cancelled() || round_trips_before.is_empty() {
-        Vec::new()
-    } else {
-        match round_trips(&plan.base_url, PROBES_AFTER).await {
-            (times, timed) if timed == timed_by => times,
-            _ => Vec::new(),
+    /// Every level the schedule gives, until it ends or the run is cancelled:
+    /// the conditions the engine observed, and its load per level.
+    async fn levels(
+        &self,
+        schedule: &mut Schedule,
+        environment: &Environment,
+        visibility: &Visibility,
+    ) -> (Vec<RunCondition>, Vec<EngineLoad>) {
+        let (mut conditions, mut engine_load) = (Vec::new(), Vec::new());
+        let clock = &self.shared.clock;
+        while let Some(level) = schedule.next_level() {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            if schedule.is_search() {
+                self.shared
+                    .push_level(level.concurrency, level.n_planned, environment.engine());
+            }
+            self.shared.start_level(level.index);
+            let sender = Level {
+                shared: self.shared,
+                targets: self.targets,
+                target: level.target.unwrap_or(0),
+                interleave: level.target.is_none(),
+                cancel: self.cancel,
+                options: self.options,
+                index: level.index,
+            };
+            match &level.sending {
+                Sending::ClosedLoop { limit, duration_ms } => {
+                    let n_sent = sender
+                        .closed_loop(level.concurrency, *limit, *duration_ms)
+                        .await;
+                    conditions.extend(level.cap_reached(n_sent));
+                }
+                Sending::OpenLoop { offsets_ms } => sender.open_loop(offsets_ms).await,
+            }
+            let (started_ms, load) = self.shared.end_level(level.index);
+            let hidden_ms = visibility.hidden_ms(
+                clock.origin_ms() + started_ms,
+                clock.origin_ms() + started_ms + load.wall_ms,
+            );
+            conditions.extend(level_conditions(level.concurrency, hidden_ms, &load));
+            engine_load.push(load);
+            if schedule.is_search() {
+                if self.cancel.is_cancelled() {
+                    break;
+                }
+                let met = self.probe_met(level.concurrency, environment, &conditions);
+                schedule.observe(met);
+            }
         }
-    };
-    post(FromWorker::Progress(shared.snapshot()));
-    let records = shared.finish();
-    let mut environment = environment;
-    environment.conditions.extend(conditions);
-    environment.network = Network::estimate(
-        round_trips_before,
-        round_trips_after,
-        ROUND_TRIP_PROBE,
-        timed_by,
-    );
-    // Requests that got no response at all: the browser hides why (CORS, mixed
-    // content, an unreachable host); probing once tells the user which.
-    let n_no_response = records
-        .iter()
-        .filter(|r| !r.warmup)
-        .filter(|r| {
-            r.error
-                .as_ref()
-                .is_some_and(|e| e.kind == ErrorKind::Network)
-        })
-        .count() as u64;
-    if n_no_response > 0 && !cancel.is_cancelled() {
-        let diagnosis = no_response(&plan.base_url, n_no_response, &environment).await;
-        environment.conditions.push(diagnosis);
+        (conditions, engine_load)
     }
-    environment.engine_load = engine_load;
-    environment.server_metrics = Some(server_metrics.borrow().clone());
-    let mut document = RunDocument::build_ab(
-        input.run_id,
-        input.started_at,
-        status,
-        plan,
-        environment,
-        records,
-    );
-    if let Some(search) = search {
-        document.conclude_search(search.outcome());
+
+    /// The network's round trip from the probes `before` the run and, once
+    /// nothing is in flight, a few after it: did the network move? (Those after
+    /// are timed as those before were, or not counted.)
+    async fn network(&self, before: Vec<f64>, timed_by: TimedBy) -> Option<Network> {
+        let after = if self.cancel.is_cancelled() || before.is_empty() {
+            Vec::new()
+        } else {
+            match round_trips(&self.plan.base_url, PROBES_AFTER).await {
+                (times, timed) if timed == timed_by => times,
+                _ => Vec::new(),
+            }
+        };
+        Network::estimate(before, after, ROUND_TRIP_PROBE, timed_by)
     }
-    post(FromWorker::Finished {
-        document: Box::new(document),
-    });
+
+    /// Why requests got no response at all, where some did: the browser hides
+    /// why (CORS, mixed content, an unreachable host), and probing once tells.
+    async fn no_response_cause(
+        &self,
+        records: &[RequestRecord],
+        environment: &Environment,
+    ) -> Option<RunCondition> {
+        let n_no_response = records
+            .iter()
+            .filter(|r| !r.warmup)
+            .filter(|r| {
+                r.error
+                    .as_ref()
+                    .is_some_and(|e| e.kind == ErrorKind::Network)
+            })
+            .count() as u64;
+        if n_no_response == 0 || self.cancel.is_cancelled() {
+            return None;
+        }
+        Some(no_response(&self.plan.base_url, n_no_response, environment).await)
+    }
+
+    /// Whether the probe at `concurrency` met the SLO, judged as the finished run
+    /// will judge its level: by the verdict, distortions (the engine's lag, the
+    /// browser's queue) included.
+    fn probe_met(
+        &self,
+        concurrency: u32,
+        environment: &Environment,
+        conditions: &[RunCondition],
+    ) -> bool {
+        let mut probe_environment = environment.clone();
+        probe_environment
+            .conditions
+            .extend(conditions.iter().cloned());
+        let probe = RunDocument::build(
+            String::new(),
+            String::new(),
+            RunStatus::Done,
+            self.plan.clone(),
+            probe_environment,
+            self.shared.level_records(concurrency),
+        );
+        probe.verdict.meets_slo_at(concurrency)
+    }
 }

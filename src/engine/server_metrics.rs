@@ -1,4 +1,5 @@
-//! The server's own metrics while a run goes: `GET {origin}/metrics` every
+//! The server's own metrics while a run goes: `GET {origin}/metrics` (or the
+//! plan's metrics URL) every
 //! [`POLL_EVERY_MS`], with CORS and without the key, never from the HTTP cache,
 //! read by the core ([`server_metrics::parse`]) and stamped on the run's clock when
 //! the answer is in. Reading stops at the first poll that fails, and says why.
@@ -28,20 +29,24 @@ use super::{cancel::CancelToken, clock::Clock, live::Shared};
 /// this is skipped for the tick, not waited for.
 const POLL_WITHIN: Duration = Duration::from_secs(2);
 
-/// Starts polling `base_url`'s `/metrics` until the run ends; the samples so far
-/// are in the returned cell.
+/// Starts polling `url` (the plan's [`Plan::metrics_url`]) until the run ends;
+/// the samples so far are in the returned cell. `shared_connections`: `url` is on
+/// the endpoint's origin, so a poll would take a connection its requests need.
+///
+/// [`Plan::metrics_url`]: tokenmeter_core::plan::Plan::metrics_url
 pub fn start(
-    base_url: &str,
+    url: String,
+    shared_connections: bool,
     clock: Clock,
     shared: Rc<Shared>,
     cancel: CancelToken,
 ) -> Rc<RefCell<ServerMetrics>> {
-    let url = server_metrics::url_of(base_url);
     let metrics = Rc::new(RefCell::new(ServerMetrics {
         url: url.clone(),
         server: None,
         every_ms: POLL_EVERY_MS,
         unreadable: None,
+        skipped_at_us: Vec::new(),
         samples: Vec::new(),
     }));
     wasm_bindgen_futures::spawn_local({
@@ -49,9 +54,12 @@ pub fn start(
         async move {
             let every = Duration::from_millis(u64::from(POLL_EVERY_MS));
             while !shared.is_finished() && !cancel.is_cancelled() {
-                let busy = cancel.n_in_flight() >= HTTP1_CONNECTIONS_PER_HOST as usize
+                let busy = shared_connections
+                    && cancel.n_in_flight() >= HTTP1_CONNECTIONS_PER_HOST as usize
                     && !shared.is_multiplexed();
-                if !busy {
+                if busy {
+                    metrics.borrow_mut().skipped_at_us.push(clock.now_us());
+                } else {
                     match poll(&url).await {
                         Ok(Some(text)) => match server_metrics::parse(&text) {
                             Ok((server, mut sample)) => {

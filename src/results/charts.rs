@@ -121,6 +121,10 @@ pub fn DetailCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl In
         let document = document.clone();
         move || chart::over_time(&document, screen.look(lang.get()))
     };
+    let server = {
+        let document = document.clone();
+        move || chart::server(&document, screen.look(lang.get()))
+    };
     let cdf = {
         let document = document.clone();
         move || chart::cdf(&document, screen.look(lang.get()))
@@ -140,6 +144,7 @@ pub fn DetailCharts(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl In
     view! {
         <div class="charts detail-charts" data-testid="detail-charts">
             {move || figure(over_time())}
+            {move || figure(server())}
             {move || figure(cdf())}
             {move || figure(by_input())}
             {(has_records && !levels.is_empty()).then(|| view! {

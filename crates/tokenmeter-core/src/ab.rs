@@ -216,6 +216,15 @@ mod tests {
     /// Levels 1 and 2 on two targets, each level of each target six requests one
     /// after another per lane: B decodes every token in `b_tpot_ms`, A in 20 ms.
     fn ab_run(b_tpot_ms: u64) -> RunDocument {
+        ab_run_with(
+            b_tpot_ms,
+            "http://127.0.0.1:8001/v1",
+            Environment::default(),
+        )
+    }
+
+    /// [`ab_run`] with B at `b_base_url`, measured in `environment`.
+    fn ab_run_with(b_tpot_ms: u64, b_base_url: &str, environment: Environment) -> RunDocument {
         let mut records: Vec<RequestRecord> = Vec::new();
         let mut id = 0;
         let mut at = 0;
@@ -235,7 +244,7 @@ mod tests {
         }
         let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
         plan.targets = vec![TargetSpec {
-            base_url: "http://127.0.0.1:8001/v1".into(),
+            base_url: b_base_url.into(),
             model: "slow-model".into(),
             extra_body: Default::default(),
         }];
@@ -244,9 +253,39 @@ mod tests {
             "2026-12-03T10:00:00Z".into(),
             RunStatus::Done,
             plan,
-            Environment::default(),
+            environment,
             records,
         )
+    }
+
+    #[test]
+    fn the_server_s_metrics_go_to_the_targets_on_its_origin_only() {
+        use crate::server_metrics::{ServerMetrics, ServerSample};
+        let environment = Environment {
+            server_metrics: Some(ServerMetrics {
+                url: "http://127.0.0.1:8000/metrics".into(),
+                server: None,
+                every_ms: 500,
+                unreadable: None,
+                skipped_at_us: Vec::new(),
+                samples: (0..80)
+                    .map(|i| ServerSample {
+                        at_us: i * 500_000,
+                        running: Some(1.0),
+                        ..ServerSample::default()
+                    })
+                    .collect(),
+            }),
+            ..Environment::default()
+        };
+        let elsewhere = ab_run_with(40, "http://127.0.0.1:8001/v1", environment.clone());
+        assert!(elsewhere.levels.iter().all(|l| l.server.is_some()));
+        assert_eq!(elsewhere.ab[0].environment.server_metrics, None);
+        assert!(elsewhere.ab[0].levels.iter().all(|l| l.server.is_none()));
+        // Another model behind the same gateway: the same server's metrics.
+        let same = ab_run_with(40, "http://127.0.0.1:8000/other/v1", environment);
+        assert!(same.ab[0].environment.server_metrics.is_some());
+        assert!(same.ab[0].levels.iter().all(|l| l.server.is_some()));
     }
 
     #[test]

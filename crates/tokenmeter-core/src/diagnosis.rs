@@ -54,8 +54,9 @@ impl Cause {
 pub enum Finding {
     /// p95 TTFT grew `p95_growth` times from `from` to `to`, p50 only `p50_growth`;
     /// the most requests the server itself reported waiting at `to`, where its
-    /// metrics were read often enough to tell ([`SERVER_SAMPLES`]): with none
-    /// waiting, the tail grew outside the server.
+    /// metrics tell (see
+    /// [`crate::server_metrics::ServerLevel::waiting_seen`]): with none waiting, the
+    /// tail grew outside the server.
     Queueing {
         from: u32,
         to: u32,
@@ -131,9 +132,6 @@ pub enum Finding {
     },
 }
 
-/// Samples of the server's metrics a level needs before "none waited" is read
-/// from them: a queue shorter than the polls apart could slip between them.
-const SERVER_SAMPLES: u64 = 4;
 /// The KV cache this full, with preemptions, is the server's memory at its limit.
 const KV_FULL_PCT: f64 = 90.0;
 
@@ -445,10 +443,7 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
                         p50_growth: g50,
                         p95_growth: g95,
                         p95_ms: b.p95,
-                        server_waiting: hi
-                            .server
-                            .filter(|s| s.n_samples >= SERVER_SAMPLES)
-                            .and_then(|s| s.waiting_max),
+                        server_waiting: hi.server.and_then(|s| s.waiting_seen()),
                     });
                 }
             }
@@ -827,6 +822,8 @@ mod tests {
         assert!(!causes.contains(&Cause::Prefill));
     }
 
+    use crate::server_metrics::SERVER_SAMPLES;
+
     fn with_server(
         mut level: Summary,
         waiting_max: f64,
@@ -835,6 +832,7 @@ mod tests {
     ) -> Summary {
         level.server = Some(crate::server_metrics::ServerLevel {
             n_samples: 6,
+            n_skipped: 0,
             running_mean: Some(4.0),
             running_max: Some(4.0),
             waiting_mean: Some(waiting_max / 2.0),
@@ -888,6 +886,17 @@ mod tests {
         }
         let findings = diagnose(&doc);
         assert_eq!(findings[0].cause(), Cause::Queueing);
+        assert!(!findings[0].text(Lang::En).contains("metrics"));
+
+        // Enough samples, but polls skipped while every connection was busy
+        // (HTTP/1.1 at six streams): the busiest moments are not among them.
+        for level in &mut doc.levels {
+            if let Some(server) = level.server.as_mut() {
+                (server.n_samples, server.n_skipped) = (6, 3);
+            }
+        }
+        let findings = diagnose(&doc);
+        assert_eq!(findings[0].cause(), Cause::Queueing, "no false alarm");
         assert!(!findings[0].text(Lang::En).contains("metrics"));
     }
 

@@ -14,9 +14,9 @@ use serde_json::{Map, Value};
 use crate::{
     error::{Said, Words},
     plan::{
-        is_secret_header, no_prompt_file, normalize_base_url, parse_levels, secret_header_problem,
-        AbOrder, AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec, TargetSpec,
-        MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
+        is_secret_header, metrics_url_problem, no_prompt_file, normalize_base_url, parse_levels,
+        secret_header_problem, AbOrder, AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec,
+        TargetSpec, MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
     prompts::{Order, PromptFile},
     said,
@@ -69,6 +69,10 @@ pub struct PlanDraft {
     pub auth: AuthStyle,
     pub temperature: String,
     pub include_usage: bool,
+    /// Read the server's metrics while the run goes, and where (empty for
+    /// `{origin}/metrics` of the base URL).
+    pub poll_metrics: bool,
+    pub metrics_url: String,
     /// One `Name: value` per line.
     pub extra_headers: String,
     /// A JSON object.
@@ -212,6 +216,7 @@ pub enum DraftField {
     SloTtft,
     SloTpot,
     SloErrorRate,
+    MetricsUrl,
 }
 
 /// Why a draft is not a plan yet: one sentence a user can act on.
@@ -267,6 +272,8 @@ impl Default for PlanDraft {
             auth: AuthStyle::Bearer,
             temperature: String::new(),
             include_usage: true,
+            poll_metrics: true,
+            metrics_url: String::new(),
             extra_headers: String::new(),
             extra_body: String::new(),
             prompt_tokens: String::new(),
@@ -325,6 +332,8 @@ impl PlanDraft {
         self.auth = plan.auth;
         self.temperature = optional(plan.temperature);
         self.include_usage = plan.include_usage;
+        self.poll_metrics = plan.poll_metrics;
+        self.metrics_url = plan.metrics_url.clone().unwrap_or_default();
         self.extra_headers = plan
             .extra_headers
             .iter()
@@ -462,6 +471,17 @@ impl PlanDraft {
         plan.endpoint = self.endpoint;
         plan.auth = self.auth;
         plan.include_usage = self.include_usage;
+        plan.poll_metrics = self.poll_metrics;
+        plan.metrics_url = match self.metrics_url.trim() {
+            "" => None,
+            url => match metrics_url_problem(url) {
+                None => Some(url.to_owned()),
+                Some(problem) => {
+                    problems.push(PlanProblem::at(F::MetricsUrl, problem));
+                    None
+                }
+            },
+        };
         match whole(&self.max_tokens) {
             Some(n) if n > 0 => plan.max_tokens = n,
             _ => problems.push(PlanProblem::at(
@@ -921,6 +941,40 @@ mod tests {
     }
 
     #[test]
+    fn where_the_server_s_metrics_are_read_is_kept() {
+        let base = Plan::default_for_simulator(BASE);
+        assert_eq!(
+            base.metrics_url().as_deref(),
+            Some("http://127.0.0.1:8000/metrics")
+        );
+        let mut draft = PlanDraft::from_plan(&base);
+        assert!(draft.poll_metrics && draft.metrics_url.is_empty());
+        draft.metrics_url = " http://127.0.0.1:9400/metrics ".into();
+        let plan = draft.to_plan(&base).unwrap();
+        assert_eq!(
+            plan.metrics_url().as_deref(),
+            Some("http://127.0.0.1:9400/metrics")
+        );
+        assert_eq!(
+            PlanDraft::from_plan(&plan).metrics_url,
+            "http://127.0.0.1:9400/metrics"
+        );
+        draft.poll_metrics = false;
+        let plan = draft.to_plan(&base).unwrap();
+        assert_eq!(plan.metrics_url(), None, "not read at all");
+        let back: Plan = serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert!(!back.poll_metrics);
+        // A plan from before the setting reads its server's metrics.
+        let old = serde_json::to_string(&base).unwrap();
+        assert!(!old.contains("poll_metrics") && !old.contains("metrics_url"));
+        assert!(serde_json::from_str::<Plan>(&old).unwrap().poll_metrics);
+        // A plan edited by hand is checked as the form checks it.
+        let mut bad = base.clone();
+        bad.metrics_url = Some("file:///etc/passwd".into());
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn every_problem_is_named_with_its_field() {
         let mut draft = PlanDraft::from_plan(&Plan::default_for_simulator(BASE));
         draft.base_url = "ftp://x".into();
@@ -933,6 +987,7 @@ mod tests {
         draft.prompt_tokens = "many".into();
         draft.levels = "1,x".into();
         draft.slo_ttft_ms = "-5".into();
+        draft.metrics_url = "http://user:pw@h/metrics".into();
         let problems = draft
             .to_plan(&Plan::default_for_simulator(BASE))
             .unwrap_err();
@@ -949,6 +1004,7 @@ mod tests {
             F::PromptTokens,
             F::Levels,
             F::SloTtft,
+            F::MetricsUrl,
         ] {
             assert!(fields.contains(&Some(field)), "{field:?} in {problems:#?}");
         }

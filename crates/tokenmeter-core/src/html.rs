@@ -110,6 +110,7 @@ impl RunDocument {
         write_chart(&mut out, lang, |look| chart::latency(self, look));
         write_chart(&mut out, lang, |look| chart::throughput(self, look));
         write_chart(&mut out, lang, |look| chart::over_time(self, look));
+        write_chart(&mut out, lang, |look| chart::server(self, look));
         write_chart(&mut out, lang, |look| chart::cdf(self, look));
         write_chart(&mut out, lang, |look| chart::ttft_by_input(self, look));
         if let Some(level) = Headline::of(self).map(|h| h.concurrency) {
@@ -150,6 +151,13 @@ impl RunDocument {
                 let _ = write!(out, "<li>{}</li>", escape(&note));
             }
             out.push_str("</ul>");
+        }
+        for (testid, said) in self.environment.path_lines() {
+            let _ = write!(
+                out,
+                "<p class=\"muted\" data-testid=\"{testid}\">{}</p>",
+                escape(said.text(lang))
+            );
         }
         self.html_ab(&mut out, lang);
         self.html_errors(&mut out, lang);
@@ -427,6 +435,39 @@ mod tests {
         assert_eq!(points, wide_points, "counted once under the stable hook");
         assert_eq!(count(r#"<figure class="narrow"><svg"#), 5);
         assert!(html.contains(r#"class="chart narrow""#));
+    }
+
+    #[test]
+    fn what_the_server_reported_is_charted_and_said() {
+        use crate::server_metrics::{Server, ServerMetrics, ServerSample, Unreadable};
+        let mut doc = document();
+        let first_us = doc.records.iter().map(|r| r.wanted_us).min().unwrap();
+        doc.environment.server_metrics = Some(ServerMetrics {
+            url: "http://127.0.0.1:8000/metrics".into(),
+            server: Some(Server::Vllm),
+            every_ms: 500,
+            unreadable: None,
+            skipped_at_us: Vec::new(),
+            samples: (0..4)
+                .map(|i| ServerSample {
+                    at_us: first_us + i * 1_000_000,
+                    running: Some(i as f64),
+                    ..ServerSample::default()
+                })
+                .collect(),
+        });
+        let html = doc.html(Lang::En);
+        assert!(html.contains(r#"data-testid="chart-server""#));
+        assert!(html.contains(r#"data-testid="server-metrics">Server metrics (vLLM"#));
+        let metrics = doc.environment.server_metrics.as_mut().unwrap();
+        metrics.samples.clear();
+        metrics.unreadable = Some(Unreadable::NoResponse);
+        let html = doc.html(Lang::Zh);
+        assert!(!html.contains(r#"data-testid="chart-server""#));
+        assert!(
+            html.contains("未读取服务端指标"),
+            "why, in the report's language"
+        );
     }
 
     #[test]

@@ -653,6 +653,14 @@ pub struct Plan {
     pub warmup_requests: u32,
     /// Per-request timeout, seconds.
     pub timeout_s: f64,
+    /// Read the server's Prometheus metrics while the run goes (see
+    /// [`Plan::metrics_url`]).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub poll_metrics: bool,
+    /// Where they are, when not at `{origin}/metrics` of the base URL (a gateway
+    /// that publishes them elsewhere, a server's separate metrics port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
     #[serde(default)]
     pub slo: Slo,
     #[serde(default)]
@@ -677,6 +685,10 @@ fn is_zero(n: &u32) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
@@ -784,6 +796,8 @@ impl Plan {
             ab_order: AbOrder::Levels,
             warmup_requests: 1,
             timeout_s: 60.0,
+            poll_metrics: true,
+            metrics_url: None,
             slo: Slo {
                 ttft_p95_ms: Some(1000.0),
                 tpot_p95_ms: Some(100.0),
@@ -792,6 +806,19 @@ impl Plan {
             },
             analysis: AnalysisParams::default(),
         }
+    }
+
+    /// Where the engine reads the server's metrics while the run goes: the plan's
+    /// `metrics_url`, else `{origin}/metrics` of the base URL; `None` when the plan
+    /// does not read them.
+    pub fn metrics_url(&self) -> Option<String> {
+        if !self.poll_metrics {
+            return None;
+        }
+        Some(match &self.metrics_url {
+            Some(url) => url.clone(),
+            None => crate::server_metrics::url_of(&self.base_url),
+        })
     }
 
     /// The full URL requests go to.
@@ -915,6 +942,9 @@ impl Plan {
             if is_secret_header(name, value) {
                 problems.push(secret_header_problem(name));
             }
+        }
+        if let Some(problem) = self.metrics_url.as_deref().and_then(metrics_url_problem) {
+            problems.push(problem);
         }
         if self.model.trim().is_empty() {
             problems.push(said!(
@@ -1273,6 +1303,17 @@ pub fn origin(base_url: &str) -> Option<String> {
     (!host.is_empty()).then(|| format!("{scheme}://{host}"))
 }
 
+/// Why `url` cannot be where the server's metrics are read, if it cannot: it
+/// must be an http(s) address without credentials.
+pub fn metrics_url_problem(url: &str) -> Option<Said> {
+    (origin(url).is_none() || url.contains('@') || url.trim() != url).then(|| {
+        said!(
+            "the metrics URL must be an http:// or https:// address without credentials, such as http://host:8000/metrics (or empty for the base URL's /metrics)",
+            "指标地址必须是不含账号密码的 http:// 或 https:// 地址，例如 http://host:8000/metrics（留空则用接口地址的 /metrics）",
+        )
+    })
+}
+
 /// True when a page served over HTTPS would call `base_url` over plain HTTP: browsers
 /// block such mixed content (the request fails as a network error), except for
 /// loopback hosts, which they treat as trustworthy.
@@ -1480,6 +1521,8 @@ pub fn import_config(json: &str) -> Result<Imported, Said> {
         ab_order: AbOrder::Levels,
         warmup_requests: 0,
         timeout_s: config.timeout,
+        poll_metrics: true,
+        metrics_url: None,
         slo: Slo::default(),
         analysis: AnalysisParams::default(),
     };

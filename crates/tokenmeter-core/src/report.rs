@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     browser::{Browser, Engine, HTTP1_CONNECTIONS_PER_HOST},
     condition::{self, RunCondition},
-    error::Lang,
+    error::{Lang, Said},
     json,
     lag::{StallCount, LAG_DISTORTS_P95_MS},
     network::Network,
@@ -128,6 +128,18 @@ impl Environment {
     /// The browser that measured the run, as a person names it.
     pub fn browser(&self) -> Option<Browser> {
         self.user_agent.as_deref().map(Browser::from_user_agent)
+    }
+
+    /// What was measured of the path besides the requests, a line each with its
+    /// hook: the network's round trip, and the server's own metrics (or why they
+    /// could not be read).
+    pub fn path_lines(&self) -> Vec<(&'static str, Said)> {
+        let network = self.network.as_ref().map(|n| ("network-rtt", n.said()));
+        let server = self
+            .server_metrics
+            .as_ref()
+            .map(|m| ("server-metrics", m.said()));
+        network.into_iter().chain(server).collect()
     }
 
     /// The conditions in `lang`; a document written before conditions were typed
@@ -249,7 +261,7 @@ impl RunDocument {
         if let Some(metrics) = &environment.server_metrics {
             for level in &mut levels {
                 let windows = pass_windows(&records, level.concurrency);
-                level.server = server_metrics::level(&metrics.samples, &windows);
+                level.server = server_metrics::level(metrics, &windows);
             }
         }
         // A repeated ladder: each level's passes apart, for the noise between them.
@@ -347,22 +359,18 @@ impl RunDocument {
         let (_, own) = by_target.next().expect("target A");
         let ab = by_target
             .map(|(i, records)| {
-                let plan = plan.for_target(i);
+                let target = plan.for_target(i);
                 let mut environment = environment.clone();
-                // The metrics are target A's server's: another origin's are not.
-                let metrics_url = server_metrics::url_of(&plan.base_url);
-                if environment
-                    .server_metrics
-                    .as_ref()
-                    .is_some_and(|m| m.url != metrics_url)
-                {
+                // The metrics are target A's server's: another origin's server
+                // is another server.
+                if crate::plan::origin(&target.base_url) != crate::plan::origin(&plan.base_url) {
                     environment.server_metrics = None;
                 }
                 RunDocument::build(
                     format!("{run_id}-{}", Plan::target_label(i)),
                     started_at.clone(),
                     status,
-                    plan,
+                    target,
                     environment,
                     records,
                 )

@@ -116,6 +116,12 @@ const NAMES: [(&str, Server, Quantity); 16] = [
     ),
 ];
 
+/// Every metric name tokenmeter reads: what a poller elsewhere (the Locust
+/// master) keeps of an exposition, for [`parse`] to read later.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    NAMES.iter().map(|(name, _, _)| *name)
+}
+
 /// One reading of the server's metrics, at `at_us` on the run's clock (when the
 /// answer came). Each figure is the sum over the metric's series (engines,
 /// models); absent where the server has no such metric.
@@ -195,6 +201,10 @@ pub struct ServerMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<Unreadable>,
     pub samples: Vec<ServerSample>,
+    /// When a poll was skipped because every connection to the host was in use
+    /// (HTTP/1.1 allows six): the samples leave the busiest moments out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_at_us: Vec<u64>,
 }
 
 impl ServerMetrics {
@@ -208,6 +218,13 @@ impl ServerMetrics {
             ..
         } = self;
         let n = samples.len();
+        let (skipped_en, skipped_zh) = match self.skipped_at_us.len() {
+            0 => (String::new(), String::new()),
+            k => (
+                format!(" ({k} polls skipped while every connection to the host was in use, as HTTP/1.1 allows six: the busiest moments are not among the samples)"),
+                format!("（所有连接都在使用时跳过了 {k} 次采样，HTTP/1.1 每个主机只允许六个连接：最忙的时刻不在样本中）"),
+            ),
+        };
         match (&self.unreadable, self.server) {
             (Some(why), _) if n == 0 => {
                 let Said { en, zh } = why.said(url);
@@ -223,8 +240,8 @@ impl ServerMetrics {
                     None => (String::new(), String::new()),
                 };
                 said!(
-                    "Server metrics ({whose}'s names) read from {url} every {every_ms} ms while the run went: {n} samples{stopped_en}",
-                    "运行期间每 {every_ms} 毫秒从 {url} 读取服务端指标（{whose} 的指标名）：共 {n} 次采样{stopped_zh}"
+                    "Server metrics ({whose}'s names) read from {url} every {every_ms} ms while the run went: {n} samples{skipped_en}{stopped_en}",
+                    "运行期间每 {every_ms} 毫秒从 {url} 读取服务端指标（{whose} 的指标名）：共 {n} 次采样{skipped_zh}{stopped_zh}"
                 )
             }
         }
@@ -322,6 +339,10 @@ fn value_of(rest: &str) -> Option<f64> {
 pub struct ServerLevel {
     /// Samples taken while the level's requests were in flight.
     pub n_samples: u64,
+    /// Polls skipped then, every connection to the host in use: the samples are
+    /// of the level's quieter moments, and its figures are at least what they say.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_skipped: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_mean: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -341,14 +362,41 @@ pub struct ServerLevel {
     pub prefix_hit_pct: Option<f64>,
 }
 
-/// The samples of `samples` (in time order) taken within one of `windows` (µs,
+/// Samples of the server's metrics a level needs before "none waited" is read
+/// from them: a queue shorter than the polls apart could slip between them.
+pub const SERVER_SAMPLES: u64 = 4;
+
+impl ServerLevel {
+    /// The most requests seen waiting in the server's queue, where that tells
+    /// whether it queued: a queue seen is one (however few the samples), but "none
+    /// waited" needs [`SERVER_SAMPLES`] samples and no poll skipped, since skipped
+    /// polls are the level's busiest moments.
+    pub fn waiting_seen(&self) -> Option<f64> {
+        let waiting = self.waiting_max?;
+        let tells_none = self.n_samples >= SERVER_SAMPLES && self.n_skipped == 0;
+        (waiting > 0.0 || tells_none).then_some(waiting)
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The samples of `metrics` (in time order) taken within one of `windows` (µs,
 /// from the first send of a pass of the level to its last end): gauges averaged
 /// and at their most, counters as what they grew by since the sample before the
-/// window. `None` without a sample in any window.
-pub fn level(samples: &[ServerSample], windows: &[(u64, u64)]) -> Option<ServerLevel> {
-    let inside = |s: &ServerSample| windows.iter().any(|&(a, b)| (a..=b).contains(&s.at_us));
-    let in_level: Vec<&ServerSample> = samples.iter().filter(|s| inside(s)).collect();
-    if in_level.is_empty() {
+/// window, and the polls skipped there. `None` without a sample or a skipped poll
+/// in any window.
+pub fn level(metrics: &ServerMetrics, windows: &[(u64, u64)]) -> Option<ServerLevel> {
+    let inside = |at_us: u64| windows.iter().any(|&(a, b)| (a..=b).contains(&at_us));
+    let samples = &metrics.samples[..];
+    let in_level: Vec<&ServerSample> = samples.iter().filter(|s| inside(s.at_us)).collect();
+    let n_skipped = metrics
+        .skipped_at_us
+        .iter()
+        .filter(|&&at| inside(at))
+        .count() as u64;
+    if in_level.is_empty() && n_skipped == 0 {
         return None;
     }
     let gauge = |read: fn(&ServerSample) -> Option<f64>| {
@@ -387,6 +435,7 @@ pub fn level(samples: &[ServerSample], windows: &[(u64, u64)]) -> Option<ServerL
     };
     Some(ServerLevel {
         n_samples: in_level.len() as u64,
+        n_skipped,
         running_mean,
         running_max,
         waiting_mean,
@@ -476,6 +525,7 @@ python_gc_objects_collected_total{generation="0"} 12345.0
             every_ms: POLL_EVERY_MS,
             unreadable: None,
             samples: vec![ServerSample::default(); 3],
+            skipped_at_us: Vec::new(),
         };
         let said = metrics.said();
         assert!(
@@ -521,15 +571,22 @@ python_gc_objects_collected_total{generation="0"} 12345.0
 
     #[test]
     fn a_level_takes_the_samples_of_its_windows_and_the_growth_of_counters() {
-        let samples = [
-            at(0, 0.0, 0.0, 0.0, 0.0),
-            at(500, 4.0, 2.0, 10.0, 100.0),
-            at(1_000, 4.0, 4.0, 20.0, 300.0),
-            at(1_500, 1.0, 0.0, 20.0, 400.0),
-            at(2_000, 2.0, 0.0, 70.0, 500.0),
-        ];
+        let mut samples = ServerMetrics {
+            url: "http://h/metrics".into(),
+            server: Some(Server::Vllm),
+            every_ms: POLL_EVERY_MS,
+            unreadable: None,
+            samples: vec![
+                at(0, 0.0, 0.0, 0.0, 0.0),
+                at(500, 4.0, 2.0, 10.0, 100.0),
+                at(1_000, 4.0, 4.0, 20.0, 300.0),
+                at(1_500, 1.0, 0.0, 20.0, 400.0),
+                at(2_000, 2.0, 0.0, 70.0, 500.0),
+            ],
+            skipped_at_us: Vec::new(),
+        };
         let l = level(&samples, &[(400, 1_100)]).unwrap();
-        assert_eq!(l.n_samples, 2);
+        assert_eq!((l.n_samples, l.n_skipped), (2, 0));
         assert_eq!((l.running_mean, l.running_max), (Some(4.0), Some(4.0)));
         assert_eq!((l.waiting_mean, l.waiting_max), (Some(3.0), Some(4.0)));
         // From the sample before the window (0 hits of 0) to its last (20 of 300).
@@ -539,5 +596,15 @@ python_gc_objects_collected_total{generation="0"} 12345.0
         assert_eq!(l.n_samples, 2);
         assert!((l.prefix_hit_pct.unwrap() - 100.0 * (10.0 + 50.0) / (100.0 + 100.0)).abs() < 1e-9);
         assert_eq!(level(&samples, &[(2_100, 3_000)]), None);
+        // Polls skipped while every connection was busy: counted where they fell,
+        // a level of nothing but skips is still one the server was asked about.
+        samples.skipped_at_us = vec![700, 2_500, 2_700];
+        assert_eq!(level(&samples, &[(400, 1_100)]).unwrap().n_skipped, 1);
+        let busy = level(&samples, &[(2_100, 3_000)]).unwrap();
+        assert_eq!((busy.n_samples, busy.n_skipped), (0, 2));
+        assert_eq!(busy.waiting_max, None);
+        let said = samples.said();
+        assert!(said.en.contains("3 polls skipped"), "{}", said.en);
+        assert!(said.zh.contains("跳过了 3 次"), "{}", said.zh);
     }
 }

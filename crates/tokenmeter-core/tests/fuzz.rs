@@ -252,6 +252,7 @@ fn document_seeds() -> Vec<Vec<u8>> {
                 server: Some(Server::Vllm),
                 every_ms: server_metrics::POLL_EVERY_MS,
                 unreadable: None,
+                skipped_at_us: Vec::new(),
                 samples: [100, 900]
                     .map(|at_us| ServerSample {
                         at_us,

@@ -244,6 +244,9 @@ fn printed(document: &RunDocument, lang: Lang) -> String {
     for note in document.environment.notes_in(lang) {
         out += &format!("note: {note}\n");
     }
+    for (_, said) in document.environment.path_lines() {
+        out += &format!("{}\n", said.text(lang));
+    }
     // An A/B run: each other target's table and verdict, then the two side by side.
     for (i, other) in document.ab.iter().enumerate() {
         out += &format!(

@@ -138,21 +138,15 @@ pub fn cdf(document: &RunDocument, look: Look) -> Option<String> {
             say(lang, "ms (to the largest p99)", "毫秒（到最大的 p99）"),
         );
         // Legend: one swatch per level.
-        let mut at = plot_left;
-        for (j, (concurrency, _)) in levels.iter().enumerate() {
-            let label = concurrency.to_string();
-            let width = 22.0 + super::text_width(&label) + 10.0;
-            if at + width > plot_right {
-                break;
-            }
-            svg.line(
-                &format!("legend-swatch {}", CLASSES[j % CLASSES.len()]),
-                (at, 36.0),
-                (at + 16.0, 36.0),
-            );
-            svg.text("legend", (at + 20.0, 40.0), "start", &label);
-            at += width;
-        }
+        super::legend_row(
+            &mut svg,
+            plot_left,
+            plot_right,
+            levels
+                .iter()
+                .enumerate()
+                .map(|(j, (concurrency, _))| (CLASSES[j % CLASSES.len()], concurrency.to_string())),
+        );
         for (j, (concurrency, samples)) in levels.iter().enumerate() {
             let points: Vec<(f64, f64)> = curve(samples)
                 .into_iter()

@@ -17,18 +17,22 @@
 //! - [`ttft_by_input`]: TTFT against the input tokens computed, where lengths vary;
 //! - [`over_time`]: output tokens/s over the run, the levels shaded ([`OverTime`]
 //!   grows it request by request while a run goes);
+//! - [`server`]: what the server reported over the run (its `/metrics`), on the
+//!   same time axis;
 //! - [`live`]: TTFT and output tokens/s against concurrency while a run goes;
 //! - [`compare`]: a run over a baseline.
 
 mod cdf;
 mod over_time;
 mod prefill;
+mod server;
 mod svg;
 mod timeline;
 
 pub use cdf::cdf;
 pub use over_time::{over_time, OverTime};
 pub use prefill::ttft_by_input;
+pub use server::server;
 pub use timeline::{timeline, MAX_BARS};
 
 pub use svg::escape;
@@ -269,6 +273,30 @@ fn nice_top(max: f64) -> (f64, f64) {
         .unwrap_or(10.0 * magnitude);
     let top = (max / step).ceil().max(1.0) * step;
     (top, step)
+}
+
+/// A row of swatches and names under a chart's title, from `left`, as many as fit
+/// before `right` (the rest are left to the lines' own tooltips).
+fn legend_row(
+    svg: &mut Svg,
+    left: f64,
+    right: f64,
+    items: impl IntoIterator<Item = (&'static str, String)>,
+) {
+    let mut at = left;
+    for (class, label) in items {
+        let width = 22.0 + text_width(&label) + 10.0;
+        if at + width > right {
+            break;
+        }
+        svg.line(
+            &format!("legend-swatch {class}"),
+            (at, 36.0),
+            (at + 16.0, 36.0),
+        );
+        svg.text("legend", (at + 20.0, 40.0), "start", &label);
+        at += width;
+    }
 }
 
 /// A figure as a tick or value label: no more digits than it needs.

@@ -9,7 +9,8 @@
 use super::{figure, nice_top, px, say, Look, Svg, BOTTOM, LEFT, RIGHT, TOP};
 use crate::{error::Lang, record::RequestRecord, report::RunDocument};
 
-const HEIGHT: f64 = 260.0;
+/// The height of every chart over the run's time.
+pub(super) const HEIGHT: f64 = 260.0;
 /// The most bins kept: beyond, neighbours merge and the bins are twice as wide.
 pub const MAX_BINS: usize = 1_800;
 
@@ -54,17 +55,37 @@ impl OverTime {
 
     /// The run so far of a finished `document`, time 0 at its first measured request.
     pub fn of(document: &RunDocument) -> Option<OverTime> {
-        let origin_us = document
-            .records
-            .iter()
-            .filter(|r| !r.warmup)
-            .map(|r| r.wanted_us)
-            .min()?;
-        let mut over_time = OverTime::new(origin_us);
+        let mut over_time = OverTime::new(first_wanted_us(document)?);
         for record in &document.records {
             over_time.add(record);
         }
         Some(over_time)
+    }
+
+    /// A finished `document`'s time axis and level spans without its tokens: what
+    /// another chart of the run's time draws under its own lines, so that both
+    /// line up (see [`super::server`]).
+    pub(super) fn frame_of(document: &RunDocument) -> Option<OverTime> {
+        let origin_us = first_wanted_us(document)?;
+        let mut frame = OverTime::new(origin_us);
+        for record in document.records.iter().filter(|r| !r.warmup) {
+            frame.span(record);
+        }
+        Some(frame)
+    }
+
+    /// A request's level span and the time it reached.
+    fn span(&mut self, r: &RequestRecord) {
+        match self.spans.iter_mut().find(|s| s.0 == r.concurrency) {
+            Some(span) => {
+                span.1 = span.1.min(r.wanted_us);
+                span.2 = span.2.max(r.end_us);
+            }
+            None => self.spans.push((r.concurrency, r.wanted_us, r.end_us)),
+        }
+        self.reach(r.end_us);
+        self.last_end_us = self.last_end_us.max(r.end_us);
+        self.longest_us = self.longest_us.max(r.end_us.saturating_sub(r.wanted_us));
     }
 
     /// A finished request (warm-ups are left out): its tokens where they arrived,
@@ -76,16 +97,7 @@ impl OverTime {
         if r.warmup {
             return;
         }
-        match self.spans.iter_mut().find(|s| s.0 == r.concurrency) {
-            Some(span) => {
-                span.1 = span.1.min(r.wanted_us);
-                span.2 = span.2.max(r.end_us);
-            }
-            None => self.spans.push((r.concurrency, r.wanted_us, r.end_us)),
-        }
-        self.reach(r.end_us);
-        self.last_end_us = self.last_end_us.max(r.end_us);
-        self.longest_us = self.longest_us.max(r.end_us.saturating_sub(r.wanted_us));
+        self.span(r);
         if !r.is_ok() {
             return;
         }
@@ -180,13 +192,9 @@ impl OverTime {
             .enumerate()
             .map(|(i, n)| n / width_s(i))
             .collect();
-        let (plot_left, plot_right) = (LEFT, look.width() - RIGHT);
-        let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);
-        let (top_s, step_s) = nice_top(rates.len() as f64 * bin_s);
+        let frame = self.frame(look, HEIGHT);
         let (top_rate, step_rate) = nice_top(rates.iter().copied().fold(0.0, f64::max));
-        let x = |s: f64| plot_left + s.min(top_s) / top_s * (plot_right - plot_left);
-        let y = |rate: f64| plot_bottom - rate / top_rate * (plot_bottom - plot_top);
-        let at_s = |us: u64| us.saturating_sub(self.origin_us) as f64 / 1e6;
+        let y = |rate: f64| frame.bottom - rate / top_rate * (frame.bottom - frame.top);
 
         let title = say(
             lang,
@@ -210,8 +218,84 @@ impl OverTime {
             "start",
             &format!("{title} · {bin_label}"),
         );
-        for (i, &(concurrency, from, to)) in self.spans.iter().enumerate() {
-            let (x0, x1) = (x(at_s(from)), x(at_s(to)));
+        frame.draw_spans(&mut svg, lang);
+        for k in 0..=(top_rate / step_rate).round() as usize {
+            let rate = k as f64 * step_rate;
+            svg.line("grid", (frame.left, y(rate)), (frame.right, y(rate)));
+            svg.text(
+                "tick",
+                (frame.left - 8.0, y(rate) + 4.0),
+                "end",
+                &figure(rate),
+            );
+        }
+        frame.draw_axis(&mut svg, lang);
+        svg.text(
+            "axis-unit",
+            (frame.left - 8.0, frame.top - 10.0),
+            "end",
+            say(lang, "tok/s", "token/秒"),
+        );
+        // A step line: each bin's rate held across its width.
+        let mut points = Vec::with_capacity(rates.len() * 2);
+        for (i, rate) in rates.iter().enumerate() {
+            let from = i as f64 * bin_s;
+            points.push((frame.x(from), y(*rate)));
+            points.push((frame.x(from + width_s(i)), y(*rate)));
+        }
+        svg.polyline("series s1", &points);
+        svg.raw("</svg>");
+        Some(svg.finish())
+    }
+
+    /// The plot area of a chart of `height` over this run's time, and its time
+    /// axis: every such chart of one run shares it.
+    pub(super) fn frame(&self, look: Look, height: f64) -> TimeFrame<'_> {
+        let (top_s, step_s) = nice_top(self.settled().len() as f64 * self.bin_us as f64 / 1e6);
+        TimeFrame {
+            over: self,
+            left: LEFT,
+            right: look.width() - RIGHT,
+            top: TOP,
+            bottom: height - BOTTOM,
+            height,
+            top_s,
+            step_s,
+        }
+    }
+}
+
+/// A plot area over a run's time: seconds since its time 0 along x, each level's
+/// span shaded.
+pub(super) struct TimeFrame<'a> {
+    over: &'a OverTime,
+    pub(super) left: f64,
+    pub(super) right: f64,
+    pub(super) top: f64,
+    pub(super) bottom: f64,
+    height: f64,
+    top_s: f64,
+    step_s: f64,
+}
+
+impl TimeFrame<'_> {
+    /// Where `s` seconds since time 0 are drawn (past the axis' end, at its end).
+    pub(super) fn x(&self, s: f64) -> f64 {
+        self.left + s.clamp(0.0, self.top_s) / self.top_s * (self.right - self.left)
+    }
+
+    /// Seconds since time 0 of `at_us` on the run's clock; `None` outside the
+    /// axis (before time 0, or after its end).
+    pub(super) fn at_s(&self, at_us: u64) -> Option<f64> {
+        let s = at_us.checked_sub(self.over.origin_us)? as f64 / 1e6;
+        (s <= self.top_s).then_some(s)
+    }
+
+    /// Each level's span, shaded over the plot's height, its concurrency above it.
+    pub(super) fn draw_spans(&self, svg: &mut Svg, lang: Lang) {
+        let at_s = |us: u64| us.saturating_sub(self.over.origin_us) as f64 / 1e6;
+        for (i, &(concurrency, from, to)) in self.over.spans.iter().enumerate() {
+            let (x0, x1) = (self.x(at_s(from)), self.x(at_s(to)));
             let label = match concurrency {
                 0 => say(lang, "open loop", "开环").to_owned(),
                 c => c.to_string(),
@@ -220,45 +304,42 @@ impl OverTime {
                 r#"<g class="level-span{}" data-testid="over-time-level" data-concurrency="{concurrency}"><rect x="{}" y="{}" width="{}" height="{}"/>"#,
                 if i % 2 == 0 { "" } else { " odd" },
                 px(x0),
-                px(plot_top),
+                px(self.top),
                 px((x1 - x0).max(1.0)),
-                px(plot_bottom - plot_top)
+                px(self.bottom - self.top)
             ));
             svg.text(
                 "level-label",
-                ((x0 + x1) / 2.0, plot_top - 6.0),
+                ((x0 + x1) / 2.0, self.top - 6.0),
                 "middle",
                 &label,
             );
             svg.raw("</g>");
         }
-        for k in 0..=(top_rate / step_rate).round() as usize {
-            let rate = k as f64 * step_rate;
-            svg.line("grid", (plot_left, y(rate)), (plot_right, y(rate)));
+    }
+
+    /// The time ticks under the plot, the axis and its title.
+    pub(super) fn draw_axis(&self, svg: &mut Svg, lang: Lang) {
+        for k in 0..=(self.top_s / self.step_s).round() as usize {
+            let s = k as f64 * self.step_s;
+            svg.line(
+                "tick-mark",
+                (self.x(s), self.bottom),
+                (self.x(s), self.bottom + 4.0),
+            );
             svg.text(
                 "tick",
-                (plot_left - 8.0, y(rate) + 4.0),
-                "end",
-                &figure(rate),
+                (self.x(s), self.bottom + 17.0),
+                "middle",
+                &figure(s),
             );
         }
-        for k in 0..=(top_s / step_s).round() as usize {
-            let s = k as f64 * step_s;
-            svg.line("tick-mark", (x(s), plot_bottom), (x(s), plot_bottom + 4.0));
-            svg.text("tick", (x(s), plot_bottom + 17.0), "middle", &figure(s));
-        }
-        svg.line("axis", (plot_left, plot_bottom), (plot_right, plot_bottom));
-        svg.text(
-            "axis-unit",
-            (plot_left - 8.0, plot_top - 10.0),
-            "end",
-            say(lang, "tok/s", "token/秒"),
-        );
+        svg.line("axis", (self.left, self.bottom), (self.right, self.bottom));
         svg.text(
             "axis-title",
-            ((plot_left + plot_right) / 2.0, HEIGHT - 8.0),
+            ((self.left + self.right) / 2.0, self.height - 8.0),
             "middle",
-            if self.from_run_start {
+            if self.over.from_run_start {
                 say(lang, "seconds since the run started", "自运行开始起的秒数")
             } else {
                 say(
@@ -268,17 +349,18 @@ impl OverTime {
                 )
             },
         );
-        // A step line: each bin's rate held across its width.
-        let mut points = Vec::with_capacity(rates.len() * 2);
-        for (i, rate) in rates.iter().enumerate() {
-            let from = i as f64 * bin_s;
-            points.push((x(from), y(*rate)));
-            points.push((x(from + width_s(i)), y(*rate)));
-        }
-        svg.polyline("series s1", &points);
-        svg.raw("</svg>");
-        Some(svg.finish())
     }
+}
+
+/// When a finished run's first measured request was wanted: time 0 of its
+/// charts over time.
+fn first_wanted_us(document: &RunDocument) -> Option<u64> {
+    document
+        .records
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| r.wanted_us)
+        .min()
 }
 
 /// Output tokens/s over a finished run. `None` without successful requests (or

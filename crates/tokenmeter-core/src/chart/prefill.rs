@@ -7,7 +7,7 @@
 //! requests behind it, `data-ms-per-1k`: its slope).
 
 use super::{
-    cdf::CLASSES, escape, figure, nice_top, px, say, text_width, Look, Svg, BOTTOM, HEIGHT, LEFT,
+    cdf::CLASSES, escape, figure, legend_row, nice_top, px, say, Look, Svg, BOTTOM, HEIGHT, LEFT,
     RIGHT, TOP,
 };
 use crate::{error::Lang, record::RequestRecord, report::RunDocument, summary::Summary};
@@ -127,21 +127,15 @@ pub fn ttft_by_input(document: &RunDocument, look: Look) -> Option<String> {
         say(lang, "TTFT ms", "TTFT 毫秒"),
     );
     // Legend: each level's swatch and slope.
-    let mut at = plot_left;
-    for (j, level) in levels.iter().enumerate() {
-        let label = legend(level, lang);
-        let width = 22.0 + text_width(&label) + 10.0;
-        if at + width > plot_right {
-            break;
-        }
-        svg.line(
-            &format!("legend-swatch {}", CLASSES[j % CLASSES.len()]),
-            (at, 36.0),
-            (at + 16.0, 36.0),
-        );
-        svg.text("legend", (at + 20.0, 40.0), "start", &label);
-        at += width;
-    }
+    legend_row(
+        &mut svg,
+        plot_left,
+        plot_right,
+        levels
+            .iter()
+            .enumerate()
+            .map(|(j, level)| (CLASSES[j % CLASSES.len()], legend(level, lang))),
+    );
     for (j, level) in levels.iter().enumerate() {
         let class = CLASSES[j % CLASSES.len()];
         let n = level.points.len();

@@ -578,3 +578,79 @@ fn ttft_against_input_is_drawn_where_lengths_vary_and_only_there() {
     // One length for all (or a server that never says): no chart.
     assert!(ttft_by_input(&self::document(), Lang::En.into()).is_none());
 }
+
+#[test]
+fn the_server_s_metrics_are_drawn_on_the_tokens_time_axis() {
+    use crate::server_metrics::{Server, ServerMetrics, ServerSample};
+    let mut document = document();
+    assert_eq!(server(&document, Lang::En.into()), None, "no metrics read");
+    let first_us = 10_000_000;
+    let sample = |s: u64, running: f64, waiting: f64, kv_pct: f64, preemptions: f64| ServerSample {
+        at_us: first_us + s * 1_000_000,
+        running: Some(running),
+        waiting: Some(waiting),
+        kv_pct: Some(kv_pct),
+        preemptions: Some(preemptions),
+        ..ServerSample::default()
+    };
+    let mut before = sample(0, 0.0, 0.0, 0.0, 0.0);
+    before.at_us = 1_000; // During the warm-up: before the chart's time 0.
+    let mut samples = vec![before];
+    samples.extend([
+        sample(5, 1.0, 0.0, 10.0, 0.0),
+        sample(25, 2.0, 0.0, 20.0, 0.0),
+        sample(45, 4.0, 2.0, 95.0, 0.0),
+        sample(55, 4.0, 3.0, 99.0, 3.0),
+        sample(10_000, 0.0, 0.0, 0.0, 3.0), // Long after the run.
+    ]);
+    document.environment.server_metrics = Some(ServerMetrics {
+        url: "http://127.0.0.1:8000/metrics".into(),
+        server: Some(Server::Vllm),
+        every_ms: 500,
+        unreadable: None,
+        skipped_at_us: Vec::new(),
+        samples,
+    });
+    let svg = server(&document, Lang::En.into()).unwrap();
+    assert!(
+        svg.contains(r#"data-testid="chart-server" data-samples="4""#),
+        "{svg}"
+    );
+    for series in ["running", "waiting", "kv"] {
+        assert!(
+            svg.contains(&format!(r#"data-series="{series}""#)),
+            "{series}"
+        );
+    }
+    assert_eq!(
+        count(&svg, r#"data-testid="server-preemption" data-n="3""#),
+        1
+    );
+    assert!(svg.contains("KV cache %"));
+    // The levels' spans where the tokens/s chart has them: one time axis.
+    let spans = |svg: &str| -> Vec<String> {
+        svg.split(r#"data-testid="over-time-level""#)
+            .skip(1)
+            .map(|rest| rest[..rest.find("/>").unwrap()].to_owned())
+            .collect()
+    };
+    let tokens = over_time(&document, Lang::En.into()).unwrap();
+    assert_eq!(spans(&svg), spans(&tokens));
+    assert_eq!(spans(&svg).len(), 4);
+    let zh = server(&document, Lang::Zh.into()).unwrap();
+    assert!(zh.contains("服务端报告") && zh.contains("排队"), "{zh}");
+    // Samples with nothing drawable (only counters), or none in the run: no chart.
+    let metrics = document.environment.server_metrics.as_mut().unwrap();
+    for s in &mut metrics.samples {
+        (s.running, s.waiting, s.kv_pct) = (None, None, None);
+    }
+    assert_eq!(server(&document, Lang::En.into()), None);
+    document
+        .environment
+        .server_metrics
+        .as_mut()
+        .unwrap()
+        .samples
+        .clear();
+    assert_eq!(server(&document, Lang::En.into()), None);
+}

@@ -751,6 +751,81 @@ class TokenmeterUser(User):
         _run_one(now_us())
 
 
+# -- the master: the server's own metrics while the stages run ------------------
+
+METRICS = SETUP["metrics"]
+
+
+def _metric_name(line):
+    """A sample line's metric name, as tokenmeter's reader takes it."""
+    line = line.lstrip()
+    end = len(line)
+    for i, c in enumerate(line):
+        if c == "{" or c.isspace():
+            end = i
+            break
+    return line[:end]
+
+
+class MetricsPoller:
+    """The server's Prometheus metrics, read as the page reads them: GET the
+    plan's metrics URL every `every_ms`, without the key; each answer's lines of
+    the metrics tokenmeter reads go into a `metrics` line on the master's wall
+    clock, for tokenmeter to read when the records are imported. The first poll
+    that fails is the last, and its line says why."""
+
+    def __init__(self, coordinator):
+        self.coordinator = coordinator
+        self.names = set(METRICS["names"])
+        self.stopped = False
+        self.greenlet = None
+
+    def start(self):
+        self.greenlet = gevent.spawn(self.run)
+
+    def stop(self):
+        self.stopped = True
+        if self.greenlet is not None:
+            self.greenlet.join(timeout=5)
+
+    def write(self, **fields):
+        self.coordinator.write(dict({"tokenmeter_locust": FORMAT, "kind": "metrics", "at_wall_us": time.time_ns() // 1000}, **fields))
+
+    def run(self):
+        pool = urllib3.PoolManager(num_pools=1, retries=False)
+        every_s = METRICS["every_ms"] / 1000.0
+        while not self.stopped:
+            try:
+                with gevent.Timeout(2.0, _TimedOut):
+                    response = pool.request(
+                        "GET", METRICS["url"], preload_content=False, timeout=urllib3.Timeout(connect=2.0, read=2.0)
+                    )
+                    try:
+                        if response.status != 200:
+                            self.write(unreadable={"why": "status", "status": response.status})
+                            return
+                        body = response.read(METRICS["max_bytes"] + 1)
+                    finally:
+                        response.release_conn()
+            except _TimedOut:
+                # Too slow this time: the next tick tries again.
+                gevent.sleep(every_s)
+                continue
+            except Exception:
+                self.write(unreadable={"why": "no_response"})
+                return
+            if len(body) > METRICS["max_bytes"]:
+                self.write(unreadable={"why": "too_large"})
+                return
+            text = body.decode("utf-8", "replace")
+            kept = [line for line in text.splitlines() if _metric_name(line) in self.names]
+            if not kept:
+                self.write(unreadable={"why": "no_known_metric"})
+                return
+            self.write(text="\n".join(kept))
+            gevent.sleep(every_s)
+
+
 # -- the master: stages one after another ---------------------------------------
 
 
@@ -766,6 +841,8 @@ class Coordinator:
         self.out = None
         self.started = False
         self.failure = None
+        # Started once the run line is written: its samples follow it.
+        self.poller = MetricsPoller(self) if METRICS else None
 
     def write(self, line):
         self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -796,6 +873,8 @@ class Coordinator:
             self.failure = err
             sys.stderr.write("tokenmeter: the run stopped: %s\n" % err)
         finally:
+            if self.poller is not None:
+                self.poller.stop()
             self.out.close()
             self.want = None
 
@@ -820,6 +899,8 @@ class Coordinator:
                 "started_wall_us": time.time_ns() // 1000,
             }
         )
+        if self.poller is not None:
+            self.poller.start()
         # Request ids as the page numbers them: the warm-ups first, then each
         # level's requests; each worker gets a range of its own.
         next_id = 0

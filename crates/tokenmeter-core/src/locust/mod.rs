@@ -7,7 +7,9 @@
 //! [`RequestRecord`] (the file ports the [`crate::record::RecordBuilder`]'s rules),
 //! on each worker's monotonic clock with a wall-clock anchor. The master writes
 //! the records, one JSON object per line, after a `run` line (the plan, Locust's
-//! version, the worker count) and one `stage` line per finished stage.
+//! version, the worker count) and one `stage` line per finished stage; where the
+//! plan reads the server's metrics, the master polls them as the page does and
+//! writes each poll's known metrics as a `metrics` line.
 //!
 //! [`import`] turns those lines (from one master, or several workers' files put
 //! together) back into a [`RunDocument`], so every table, chart, verdict and
@@ -24,6 +26,7 @@ use crate::{
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
     said,
+    server_metrics::{self, ServerMetrics, ServerSample, Unreadable},
     stream::{request_body, ServerTimings, Usage},
 };
 
@@ -111,6 +114,13 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
             .for_asked(bodies.asked_tokens(0))
             .max_token_events,
         "stages": stages,
+        // The server's own metrics, polled by the master as the page polls them.
+        "metrics": plan.metrics_url().map(|url| json!({
+            "url": url,
+            "every_ms": server_metrics::POLL_EVERY_MS,
+            "max_bytes": server_metrics::MAX_EXPOSITION_BYTES,
+            "names": server_metrics::names().collect::<Vec<_>>(),
+        })),
         "plan": plan,
     });
     // A JSON string holding the JSON: also a Python string literal (serde_json
@@ -309,12 +319,66 @@ struct RunLine {
     started_wall_us: i64,
 }
 
+/// A `metrics` line: one poll of the server's metrics by the master, at
+/// `at_wall_us` on its wall clock, with the exposition's lines of the metrics
+/// tokenmeter reads (`text`), or why the poll failed (`unreadable`, the last).
+#[derive(Deserialize)]
+struct MetricsLine {
+    at_wall_us: i64,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    unreadable: Option<Unreadable>,
+}
+
+/// The server's metrics from the master's `metrics` lines, on the run's time
+/// line (`origin_wall_us` is its zero), in the order the master polled; `None`
+/// when the plan did not read them, or the master did not (a file from before it
+/// polled).
+fn server_metrics_of(
+    plan: &Plan,
+    polls: Vec<MetricsLine>,
+    origin_wall_us: i64,
+) -> Option<ServerMetrics> {
+    if polls.is_empty() {
+        return None;
+    }
+    let mut metrics = ServerMetrics {
+        url: plan.metrics_url()?,
+        server: None,
+        every_ms: server_metrics::POLL_EVERY_MS,
+        unreadable: None,
+        samples: Vec::new(),
+        skipped_at_us: Vec::new(),
+    };
+    for poll in polls {
+        let at_us = poll.at_wall_us.saturating_sub(origin_wall_us).max(0) as u64;
+        let read = match (poll.unreadable, poll.text) {
+            (Some(why), _) => Err(why),
+            (None, Some(text)) => server_metrics::parse(&text),
+            (None, None) => Err(Unreadable::NoResponse),
+        };
+        match read {
+            Ok((server, sample)) => {
+                metrics.server = Some(server);
+                metrics.samples.push(ServerSample { at_us, ..sample });
+            }
+            Err(why) => {
+                metrics.unreadable = Some(why);
+                break;
+            }
+        }
+    }
+    Some(metrics)
+}
+
 /// The run document of Locust records (see the module docs), `Err` with what is
 /// wrong (and on which line) when they are not whole.
 pub fn import(text: &str) -> Result<RunDocument, String> {
     let mut run: Option<RunLine> = None;
     let mut lines: Vec<(usize, Line)> = Vec::new();
     let mut stages_done: Vec<u64> = Vec::new();
+    let mut polls: Vec<MetricsLine> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let number = i + 1;
         if raw.trim().is_empty() {
@@ -352,6 +416,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
                     stages_done.push(stage);
                 }
             }
+            Some("metrics") => polls.push(serde_json::from_str(raw).map_err(damaged)?),
             Some("request") => {
                 let line: Line = serde_json::from_str(raw).map_err(damaged)?;
                 if line.token_times_us.len() as u64 != line.n_token_events {
@@ -365,7 +430,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
             }
             _ => {
                 return Err(format!(
-                    "line {number} has no known \"kind\" (run, stage or request)"
+                    "line {number} has no known \"kind\" (run, stage, request or metrics)"
                 ))
             }
         }
@@ -417,6 +482,7 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
     };
     let environment = Environment {
         source: Some("locust".into()),
+        server_metrics: server_metrics_of(&run.plan, polls, origin),
         conditions: vec![RunCondition::Locust {
             locust_version: run.locust.clone(),
             n_workers,

@@ -416,3 +416,84 @@ fn the_file_makes_each_request_s_body_as_the_page_does() {
     assert_eq!(setup["bodies"]["unique"], false);
     assert_eq!(setup["body"], request_body(&plan.body_spec()));
 }
+
+/// A `metrics` line of the master's, `ms` after the run started.
+fn metrics_line(ms: i64, fields: Value) -> String {
+    let mut line = json!({
+        "tokenmeter_locust": 1, "kind": "metrics",
+        "at_wall_us": 1_764_720_000_000_000 + ms * 1_000,
+    });
+    for (k, v) in fields.as_object().unwrap() {
+        line[k] = v.clone();
+    }
+    line.to_string()
+}
+
+#[test]
+fn the_master_s_polls_of_the_server_s_metrics_are_read_as_the_page_reads_them() {
+    let file = locustfile(&plan()).unwrap();
+    let setup = embedded_setup(&file);
+    assert_eq!(setup["metrics"]["url"], "http://127.0.0.1:8080/metrics");
+    assert_eq!(setup["metrics"]["every_ms"], server_metrics::POLL_EVERY_MS);
+    let names = setup["metrics"]["names"].as_array().unwrap();
+    assert!(names.iter().any(|n| n == "vllm:num_requests_waiting"));
+    assert_eq!(names.len(), server_metrics::names().count());
+    let mut off = plan();
+    off.poll_metrics = false;
+    assert_eq!(
+        embedded_setup(&locustfile(&off).unwrap())["metrics"],
+        Value::Null
+    );
+
+    // Polls through the last level (4 s in), then one the server refused.
+    let mut lines = two_workers();
+    for (ms, running, waiting) in [(3_900, 1, 0), (4_100, 4, 2), (4_200, 4, 3)] {
+        lines.push(metrics_line(
+            ms,
+            json!({"text": format!("vllm:num_requests_running{{engine=\"0\"}} {running}\nvllm:num_requests_waiting {waiting}")}),
+        ));
+    }
+    lines.push(metrics_line(
+        4_300,
+        json!({"unreadable": {"why": "status", "status": 503}}),
+    ));
+    lines.push(metrics_line(
+        4_400,
+        json!({"text": "vllm:num_requests_waiting 9"}),
+    ));
+    let document = import(&lines.join("\n")).unwrap();
+    let metrics = document.environment.server_metrics.as_ref().unwrap();
+    assert_eq!(metrics.url, "http://127.0.0.1:8080/metrics");
+    assert_eq!(metrics.server, Some(server_metrics::Server::Vllm));
+    assert_eq!(
+        metrics.samples.iter().map(|s| s.at_us).collect::<Vec<_>>(),
+        [3_900_000, 4_100_000, 4_200_000]
+    );
+    assert_eq!(
+        metrics.unreadable,
+        Some(Unreadable::Status { status: 503 }),
+        "the last"
+    );
+    let top = document.levels.last().unwrap().server.unwrap();
+    assert_eq!((top.n_samples, top.waiting_max), (2, Some(3.0)));
+
+    // A plan that reads none, and a file from before the master polled: none.
+    assert_eq!(
+        import(&two_workers().join("\n"))
+            .unwrap()
+            .environment
+            .server_metrics,
+        None
+    );
+    let mut quiet = lines.clone();
+    let mut run: Value = serde_json::from_str(&quiet[0]).unwrap();
+    run["plan"]["poll_metrics"] = false.into();
+    quiet[0] = run.to_string();
+    assert_eq!(
+        import(&quiet.join("\n"))
+            .unwrap()
+            .environment
+            .server_metrics,
+        None
+    );
+}
