@@ -20,6 +20,8 @@ def as_bytes(chunk):
 
 
 def fed(module, case, reads):
+    # Whose stream the case is: the file reads the plan's endpoint kind.
+    module.KIND = case.get("endpoint", "chat")
     record = module.Record({"stage": 0, "concurrency": 1, "warmup": False}, 0, 0)
     if case["status"] is not None:
         record.on_headers(case["status"], case["content_type"], case["retry_after"], case["headers_us"])

@@ -576,7 +576,12 @@ pub enum AuthStyle {
     Bearer,
     /// `api-key: <key>` (Azure OpenAI and some gateways).
     ApiKeyHeader,
+    /// `x-api-key: <key>` (Anthropic).
+    XApiKey,
 }
+
+/// The Messages API version tokenmeter speaks (its `anthropic-version` header).
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Everything about a run except the key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -847,7 +852,26 @@ impl Plan {
             headers.push(match self.auth {
                 AuthStyle::Bearer => ("authorization".into(), format!("Bearer {key}")),
                 AuthStyle::ApiKeyHeader => ("api-key".into(), key.to_owned()),
+                AuthStyle::XApiKey => ("x-api-key".into(), key.to_owned()),
             });
+        }
+        if self.endpoint == EndpointKind::Anthropic {
+            // The API's version, and its permission to be called from a page
+            // (without it Anthropic refuses a browser's request), unless the
+            // plan's own headers say otherwise.
+            let has = |name: &str| {
+                self.extra_headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case(name))
+            };
+            for (name, value) in [
+                ("anthropic-version", ANTHROPIC_VERSION),
+                ("anthropic-dangerous-direct-browser-access", "true"),
+            ] {
+                if !has(name) {
+                    headers.push((name.into(), value.into()));
+                }
+            }
         }
         headers.extend(self.extra_headers.iter().cloned());
         headers
@@ -878,8 +902,10 @@ impl Plan {
         spec.extra = self.extra_body.clone();
         self.force(&mut spec);
         match spec.kind {
-            EndpointKind::Chat => spec.messages = Some(prompt.messages()),
             EndpointKind::Completions => spec.prompt = prompt.text(),
+            EndpointKind::Chat | EndpointKind::Responses | EndpointKind::Anthropic => {
+                spec.messages = Some(prompt.messages())
+            }
         }
         spec
     }
@@ -887,7 +913,7 @@ impl Plan {
     /// With `force_output_lengths`: `min_tokens` as `max_tokens` and `ignore_eos`,
     /// unless the plan's extra body fields say otherwise.
     fn force(&self, spec: &mut BodySpec) {
-        if self.force_output_lengths {
+        if self.force_output_lengths && self.endpoint.is_openai_chunks() {
             let asked = spec.max_tokens;
             let extra = &mut spec.extra;
             if !self.extra_body.contains_key("min_tokens") {
@@ -945,6 +971,13 @@ impl Plan {
         }
         if let Some(problem) = self.metrics_url.as_deref().and_then(metrics_url_problem) {
             problems.push(problem);
+        }
+        if self.force_output_lengths && !self.endpoint.is_openai_chunks() {
+            let kind = self.endpoint.name();
+            problems.push(said!(
+                "forcing output lengths sends min_tokens and ignore_eos, which only chat and completions endpoints read (vLLM, SGLang): untick it for the {kind} endpoint",
+                "强制输出长度会发送 min_tokens 与 ignore_eos，只有 chat 和 completions 接口读取（vLLM、SGLang）：{kind} 接口请取消勾选",
+            ));
         }
         if self.model.trim().is_empty() {
             problems.push(said!(
@@ -1272,7 +1305,7 @@ pub fn normalize_base_url(input: &str) -> Result<(String, Vec<Said>), Said> {
             notes.push(said!("removed the trailing slash", "去掉了末尾的斜杠"));
         }
     }
-    for suffix in ["/chat/completions", "/completions"] {
+    for suffix in EndpointKind::ALL.map(EndpointKind::path) {
         if url.to_ascii_lowercase().ends_with(suffix) {
             url.truncate(url.len() - suffix.len());
             notes.push(said!(
@@ -1576,6 +1609,67 @@ mod tests {
         };
         assert!(error(r#"{"mode":"ladder","levels":[1]}"#).contains("requests_per_level"));
         assert!(error(r#"{"mode":"soak"}"#).contains("soak"));
+    }
+
+    #[test]
+    fn the_anthropic_kind_sends_its_version_and_browser_permission_and_no_other_does() {
+        let pairs = |plan: &Plan| -> Vec<String> {
+            plan.request_headers(Some("sk-ant-1"))
+                .into_iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect()
+        };
+        let mut plan = Plan::default_for_simulator("https://api.anthropic.com/v1");
+        plan.endpoint = EndpointKind::Anthropic;
+        plan.auth = AuthStyle::XApiKey;
+        assert_eq!(
+            pairs(&plan),
+            [
+                "content-type: application/json",
+                "x-api-key: sk-ant-1",
+                "anthropic-version: 2023-06-01",
+                "anthropic-dangerous-direct-browser-access: true",
+            ]
+        );
+        assert_eq!(plan.endpoint_url(), "https://api.anthropic.com/v1/messages");
+        // The plan's own version wins, once.
+        plan.extra_headers = vec![("Anthropic-Version".into(), "2024-01-01".into())];
+        let headers = pairs(&plan);
+        assert!(headers.contains(&"Anthropic-Version: 2024-01-01".to_owned()));
+        assert_eq!(
+            headers
+                .iter()
+                .filter(|h| h.to_lowercase().starts_with("anthropic-version"))
+                .count(),
+            1
+        );
+        for kind in [
+            EndpointKind::Chat,
+            EndpointKind::Completions,
+            EndpointKind::Responses,
+        ] {
+            plan.endpoint = kind;
+            assert!(
+                !pairs(&plan)
+                    .iter()
+                    .any(|h| h.starts_with("anthropic-dangerous")),
+                "{kind:?}"
+            );
+        }
+        // Forcing lengths is for OpenAI's chunk endpoints.
+        plan.extra_headers.clear();
+        plan.force_output_lengths = true;
+        plan.endpoint = EndpointKind::Anthropic;
+        let problems = plan.validate().unwrap_err();
+        assert!(problems[0].en.contains("min_tokens"), "{problems:?}");
+        plan.endpoint = EndpointKind::Chat;
+        assert!(plan.validate().is_ok());
+        // A base URL typed with the endpoint's path loses it, whatever the kind.
+        for path in ["/messages", "/responses"] {
+            let (url, notes) = normalize_base_url(&format!("https://h/v1{path}")).unwrap();
+            assert_eq!(url, "https://h/v1");
+            assert!(notes[0].en.contains(path));
+        }
     }
 
     #[test]

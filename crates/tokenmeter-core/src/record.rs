@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::{body_sample, parse_retry_after, ErrorKind, RequestError, BODY_SAMPLE_BYTES},
     sse::{SseError, SseEvent, SseLimits, SseParser},
-    stream::{interpret, ServerTimings, StreamItem, Usage},
+    stream::{interpret, EndpointKind, ServerTimings, StreamItem, Usage},
 };
 
 /// Where `N_out` came from.
@@ -124,6 +124,10 @@ pub struct RequestRecord {
     pub n_token_events: u64,
     /// Of those, events carrying reasoning text only.
     pub n_reasoning_events: u64,
+    /// Of those, events carrying a tool call's text (its name or arguments):
+    /// output like the answer's, counted apart.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_tool_call_events: u64,
     /// The `usage` object, when the server sent one.
     pub usage: Option<Usage>,
     /// `N_out`: see the module docs. `None` when no token arrived.
@@ -422,8 +426,8 @@ pub fn token_count(
     (n_out, source, mismatch)
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// Options of a [`RecordBuilder`].
@@ -433,6 +437,8 @@ pub struct RecordOptions {
     pub response_limits: ResponseLimits,
     /// Keep the answer text in the record (for display and exactness checks).
     pub keep_text: bool,
+    /// Whose stream it is: how its events are read.
+    pub endpoint: EndpointKind,
 }
 
 /// Accumulates one request's response as it arrives.
@@ -440,6 +446,7 @@ pub struct RecordOptions {
 pub struct RecordBuilder {
     start: RequestStart,
     keep_text: bool,
+    endpoint: EndpointKind,
     limits: ResponseLimits,
     parser: SseParser,
     scratch: Vec<SseEvent>,
@@ -454,6 +461,7 @@ pub struct RecordBuilder {
     first_answer_us: Option<u64>,
     token_times_us: Vec<u64>,
     n_reasoning_events: u64,
+    n_tool_call_events: u64,
     usage: Option<Usage>,
     server_timings: Option<ServerTimings>,
     finish_reason: Option<String>,
@@ -471,6 +479,7 @@ impl RecordBuilder {
         RecordBuilder {
             start,
             keep_text: options.keep_text,
+            endpoint: options.endpoint,
             limits: options.response_limits,
             parser: SseParser::new(options.sse_limits),
             scratch: Vec::new(),
@@ -485,6 +494,7 @@ impl RecordBuilder {
             first_answer_us: None,
             token_times_us: Vec::new(),
             n_reasoning_events: 0,
+            n_tool_call_events: 0,
             usage: None,
             server_timings: None,
             finish_reason: None,
@@ -627,6 +637,7 @@ impl RecordBuilder {
             n_bytes: self.n_bytes,
             n_token_events,
             n_reasoning_events: self.n_reasoning_events,
+            n_tool_call_events: self.n_tool_call_events,
             usage: self.usage,
             n_out,
             token_source,
@@ -786,7 +797,7 @@ impl RecordBuilder {
                 continue;
             }
             self.n_data_events += 1;
-            match interpret(&event.data) {
+            match interpret(self.endpoint, &event.data) {
                 Ok(StreamItem::Done) => {
                     self.saw_done = true;
                     self.complete_at_us.get_or_insert(event.at_us);
@@ -817,18 +828,21 @@ impl RecordBuilder {
                         }
                         self.first_token_us.get_or_insert(event.at_us);
                         self.token_times_us.push(event.at_us);
-                        if chunk.content.is_empty() {
+                        if chunk.is_reasoning_only() {
                             self.n_reasoning_events += 1;
                         } else {
                             self.first_answer_us.get_or_insert(event.at_us);
+                            if chunk.content.is_empty() {
+                                self.n_tool_call_events += 1;
+                            }
                         }
                         if self.keep_text {
                             self.text.push_str(&chunk.content);
                         }
                     }
-                    if chunk.usage.is_some() {
-                        self.usage = chunk.usage;
-                        if self.finish_reason.is_some() {
+                    if let Some(usage) = chunk.usage {
+                        self.usage = Some(self.usage.unwrap_or_default().updated(usage));
+                        if self.finish_reason.is_some() && self.endpoint.is_openai_chunks() {
                             // The usage chunk comes last (OpenAI's order).
                             self.complete_at_us.get_or_insert(event.at_us);
                         }
@@ -838,6 +852,10 @@ impl RecordBuilder {
                     }
                     if chunk.timings.is_some() {
                         self.server_timings = chunk.timings;
+                    }
+                    if chunk.last {
+                        // The kind's own last word (not OpenAI's `[DONE]`).
+                        self.complete_at_us.get_or_insert(event.at_us);
                     }
                 }
                 Err(err) => {

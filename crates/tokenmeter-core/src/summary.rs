@@ -885,6 +885,7 @@ mod tests {
             n_bytes: 0,
             n_token_events: n_events,
             n_reasoning_events: 0,
+            n_tool_call_events: 0,
             usage: None,
             n_out: Some(usage.unwrap_or(n_events)),
             token_source: if usage.is_some() {

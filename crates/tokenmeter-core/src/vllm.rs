@@ -110,6 +110,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             n_bytes: 0,
             n_token_events: n_events,
             n_reasoning_events: 0,
+            n_tool_call_events: 0,
             usage: Some(Usage {
                 prompt_tokens: list("input_lens")
                     .and_then(|l| l.get(i))

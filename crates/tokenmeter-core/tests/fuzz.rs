@@ -28,6 +28,7 @@ use tokenmeter_core::{
     report::{Environment, RunDocument, RunStatus},
     server_metrics::{self, Server, ServerMetrics, ServerSample},
     sse::SseLimits,
+    stream::EndpointKind,
 };
 
 /// Cases per target in the test command: enough to reach every reader's error
@@ -194,14 +195,17 @@ fn stream_seeds() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A stream fed to a request's record, cut where the input's first bytes say,
-/// under small limits: a record comes out, whatever came in.
+/// A stream fed to a request's record, read as the kind of endpoint the input's
+/// second byte says and cut where its first says, under small limits: a record
+/// comes out, whatever came in.
 fn sse_target(input: &[u8]) {
+    let kinds = EndpointKind::ALL;
     let options = RecordOptions {
         sse_limits: SseLimits {
             max_line_bytes: 512,
             max_event_bytes: 1024,
         },
+        endpoint: kinds[input.get(1).copied().unwrap_or(0) as usize % kinds.len()],
         ..RecordOptions::default()
     };
     let mut b = RecordBuilder::new(

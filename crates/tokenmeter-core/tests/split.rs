@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use tokenmeter_core::{
     record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
     sse::{SseEvent, SseLimits, SseParser},
-    stream::interpret,
+    stream::{interpret, EndpointKind},
 };
 
 /// Streams as servers send them: CJK content, CRLF, comments, multi-line data,
@@ -177,7 +177,9 @@ proptest! {
             }
             result = result.and_then(|_| parser.finish(0, &mut events));
             for event in &events {
-                let _ = interpret(&event.data);
+                for kind in EndpointKind::ALL {
+                    let _ = interpret(kind, &event.data);
+                }
             }
             (result.is_ok(), events.into_iter().map(|e| e.data).collect::<Vec<_>>())
         };
@@ -192,6 +194,8 @@ proptest! {
 
     #[test]
     fn interpret_never_panics(data in ".{0,256}") {
-        let _ = interpret(&data);
+        for kind in EndpointKind::ALL {
+            let _ = interpret(kind, &data);
+        }
     }
 }

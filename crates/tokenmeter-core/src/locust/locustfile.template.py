@@ -116,6 +116,8 @@ def _headers():
     if key:
         if SETUP["auth"] == "api_key_header":
             headers["api-key"] = key
+        elif SETUP["auth"] == "x_api_key":
+            headers["x-api-key"] = key
         else:
             headers["authorization"] = "Bearer " + key
     return headers
@@ -190,10 +192,176 @@ def _error_message(error):
     return json.dumps(error, ensure_ascii=False)
 
 
+# -- what one event means, per kind of endpoint (tokenmeter_core::stream) -------
+
+# Whose stream it is (the plan's endpoint kind).
+KIND = SETUP["plan"].get("endpoint", "chat")
+OPENAI_CHUNKS = ("chat", "completions")
+
+
+def _item(**fields):
+    item = {"error": None, "id": None, "content": "", "reasoning": "", "tool_call": "", "finish_reason": None, "usage": None, "timings": None, "last": False}
+    item.update(fields)
+    return item
+
+
+def _count(value):
+    return value if _is_count(value) else None
+
+
+def _interpret(kind, wire):
+    if kind == "responses":
+        return _interpret_responses(wire)
+    if kind == "anthropic":
+        return _interpret_anthropic(wire)
+    return _interpret_openai(wire)
+
+
+def _interpret_openai(wire):
+    """OpenAI's chunks (stream/openai.rs)."""
+    if wire.get("error") is not None:
+        return _item(error=_error_message(wire["error"]))
+    item = _item(id=wire.get("id"))
+    for choice in wire.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            if isinstance(delta.get("content"), str):
+                item["content"] += delta["content"]
+            thought = delta.get("reasoning_content")
+            if thought is None:
+                thought = delta.get("reasoning")
+            if isinstance(thought, str):
+                item["reasoning"] += thought
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    for key in ("name", "arguments"):
+                        if isinstance(function.get(key), str):
+                            item["tool_call"] += function[key]
+        if isinstance(choice.get("text"), str):
+            item["content"] += choice["text"]
+        if choice.get("finish_reason") is not None:
+            item["finish_reason"] = choice["finish_reason"]
+    usage = wire.get("usage")
+    if isinstance(usage, dict):
+        details = usage.get("completion_tokens_details")
+        prompt_details = usage.get("prompt_tokens_details")
+        item["usage"] = {
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+            "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
+            "cached_tokens": _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None,
+        }
+    timings = wire.get("timings")
+    if isinstance(timings, dict):
+        def ms(key):
+            value = timings.get(key)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            return float(value) if ok and value >= 0 and value == value and value != float("inf") else None
+        server = {"prompt_ms": ms("prompt_ms"), "predicted_ms": ms("predicted_ms")}
+        if server["prompt_ms"] is not None or server["predicted_ms"] is not None:
+            for key in ("prompt_n", "cache_n"):
+                if _is_count(timings.get(key)):
+                    server[key] = timings[key]
+            item["timings"] = server
+    return item
+
+
+def _interpret_responses(wire):
+    """OpenAI's Responses API (stream/responses.rs)."""
+    kind = wire.get("type") or ""
+    delta = wire.get("delta") if isinstance(wire.get("delta"), str) else ""
+    response = wire.get("response") if isinstance(wire.get("response"), dict) else None
+    if kind in ("response.output_text.delta", "response.refusal.delta"):
+        return _item(content=delta)
+    if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+        return _item(reasoning=delta)
+    if kind == "response.function_call_arguments.delta":
+        return _item(tool_call=delta)
+    if kind == "response.output_item.added":
+        added = wire.get("item") if isinstance(wire.get("item"), dict) else {}
+        name = added.get("name")
+        return _item(tool_call=name if added.get("type") == "function_call" and isinstance(name, str) else "")
+    if kind in ("response.completed", "response.incomplete"):
+        response = response or {}
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            input_details = usage.get("input_tokens_details")
+            output_details = usage.get("output_tokens_details")
+            usage = {
+                "prompt_tokens": usage.get("input_tokens"),
+                "completion_tokens": usage.get("output_tokens"),
+                "reasoning_tokens": output_details.get("reasoning_tokens") if isinstance(output_details, dict) else None,
+                "cached_tokens": input_details.get("cached_tokens") if isinstance(input_details, dict) else None,
+            }
+        else:
+            usage = None
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        finish = "stop" if reason is None else ("length" if reason == "max_output_tokens" else reason)
+        return _item(id=response.get("id"), usage=usage, finish_reason=finish, last=True)
+    if kind == "response.failed":
+        error = (response or {}).get("error")
+        return _item(error=_error_message(error) if error is not None else "the response failed (response.failed)")
+    if kind == "error":
+        message = wire.get("message")
+        return _item(error=message if isinstance(message, str) else "an error event")
+    return _item(id=(response or {}).get("id"))
+
+
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
+def _anthropic_input(usage):
+    parts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    present = [p for p in parts if p is not None]
+    return {
+        "prompt_tokens": sum(present) if present else None,
+        "completion_tokens": None,
+        "reasoning_tokens": None,
+        "cached_tokens": usage.get("cache_read_input_tokens"),
+    }
+
+
+def _interpret_anthropic(wire):
+    """Anthropic's Messages API (stream/anthropic.rs)."""
+    kind = wire.get("type") or ""
+    if kind == "message_start":
+        message = wire.get("message") if isinstance(wire.get("message"), dict) else {}
+        usage = message.get("usage")
+        return _item(id=message.get("id"), usage=_anthropic_input(usage) if isinstance(usage, dict) else None)
+    if kind == "content_block_start":
+        block = wire.get("content_block") if isinstance(wire.get("content_block"), dict) else {}
+        name = block.get("name")
+        return _item(tool_call=name if block.get("type") == "tool_use" and isinstance(name, str) else "")
+    if kind == "content_block_delta":
+        delta = wire.get("delta") if isinstance(wire.get("delta"), dict) else {}
+        text = lambda key: delta.get(key) if isinstance(delta.get(key), str) else ""
+        return _item(content=text("text"), reasoning=text("thinking"), tool_call=text("partial_json"))
+    if kind == "message_delta":
+        delta = wire.get("delta") if isinstance(wire.get("delta"), dict) else {}
+        reason = delta.get("stop_reason")
+        usage = wire.get("usage")
+        if isinstance(usage, dict):
+            usage = dict(_anthropic_input(usage), completion_tokens=usage.get("output_tokens"))
+        else:
+            usage = None
+        return _item(finish_reason=_STOP_REASONS.get(reason, reason) if reason is not None else None, usage=usage)
+    if kind == "message_stop":
+        return _item(last=True)
+    if kind == "error":
+        error = wire.get("error")
+        return _item(error=_error_message(error) if error is not None else "an error event")
+    return _item()
+
+
 class Record:
     """One request, fed its response as it arrives (tokenmeter's RecordBuilder:
-    SSE per WHATWG, an event timed by the chunk that completed it; the stream ends
-    at [DONE] or at the usage chunk after a finish_reason)."""
+    SSE per WHATWG, an event timed by the chunk that completed it, read as the
+    plan's kind of endpoint says; the stream ends at [DONE], at the usage chunk
+    after a finish_reason, or at the kind's own last word)."""
 
     def __init__(self, stage, wanted_us, sent_us):
         self.stage = stage
@@ -210,6 +378,7 @@ class Record:
         self.first_answer_us = None
         self.token_times_us = []
         self.n_reasoning_events = 0
+        self.n_tool_call_events = 0
         self.n_comment_lines = 0
         self.usage = None
         self.server_timings = None
@@ -369,32 +538,15 @@ class Record:
             sample = _body_sample(data.encode("utf-8")[:BODY_SAMPLE_BYTES], len(data.encode("utf-8")) > BODY_SAMPLE_BYTES)
             self.error = _error("malformed_json", str(err), sample)
             return
-        if wire.get("error") is not None:
+        item = _interpret(KIND, wire)
+        if item["error"] is not None:
             sample = _body_sample(data.encode("utf-8")[:BODY_SAMPLE_BYTES], len(data.encode("utf-8")) > BODY_SAMPLE_BYTES)
-            self.error = _error("stream_error_event", _error_message(wire["error"]), sample)
+            self.error = _error("stream_error_event", item["error"], sample)
             return
-        if self.response_id is None and isinstance(wire.get("id"), str) and wire["id"]:
-            self.response_id = wire["id"]
-        content = ""
-        reasoning = ""
-        finish_reason = None
-        for choice in wire.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                if isinstance(delta.get("content"), str):
-                    content += delta["content"]
-                thought = delta.get("reasoning_content")
-                if thought is None:
-                    thought = delta.get("reasoning")
-                if isinstance(thought, str):
-                    reasoning += thought
-            if isinstance(choice.get("text"), str):
-                content += choice["text"]
-            if choice.get("finish_reason") is not None:
-                finish_reason = choice["finish_reason"]
-        if content or reasoning:
+        if self.response_id is None and isinstance(item["id"], str) and item["id"]:
+            self.response_id = item["id"]
+        content, reasoning, tool_call = item["content"], item["reasoning"], item["tool_call"]
+        if content or reasoning or tool_call:
             n_tokens = len(self.token_times_us)
             if MAX_TOKEN_EVENTS is not None and n_tokens >= MAX_TOKEN_EVENTS:
                 self._too_large(
@@ -405,38 +557,30 @@ class Record:
             if self.first_token_us is None:
                 self.first_token_us = at_us
             self.token_times_us.append(at_us)
-            if not content:
+            if not content and not tool_call:
                 self.n_reasoning_events += 1
-            elif self.first_answer_us is None:
-                self.first_answer_us = at_us
-        usage = wire.get("usage")
-        if isinstance(usage, dict):
-            details = usage.get("completion_tokens_details")
-            prompt_details = usage.get("prompt_tokens_details")
-            self.usage = {
-                "prompt_tokens": usage.get("prompt_tokens"),
-                "completion_tokens": usage.get("completion_tokens"),
-                "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
-            }
-            cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
-            if _is_count(cached):
-                self.usage["cached_tokens"] = cached
-            if self.finish_reason is not None and self.complete_at_us is None:
+            else:
+                if self.first_answer_us is None:
+                    self.first_answer_us = at_us
+                if not content:
+                    self.n_tool_call_events += 1
+        usage = item["usage"]
+        if usage is not None:
+            # Field by field: Anthropic says the input at the start, the output at the end.
+            old = self.usage or {}
+            merged = {key: usage.get(key) if usage.get(key) is not None else old.get(key) for key in ("prompt_tokens", "completion_tokens", "reasoning_tokens")}
+            cached = usage.get("cached_tokens") if usage.get("cached_tokens") is not None else old.get("cached_tokens")
+            if cached is not None:
+                merged["cached_tokens"] = cached
+            self.usage = merged
+            if self.finish_reason is not None and KIND in OPENAI_CHUNKS and self.complete_at_us is None:
                 self.complete_at_us = at_us
-        if finish_reason is not None:
-            self.finish_reason = finish_reason
-        timings = wire.get("timings")
-        if isinstance(timings, dict):
-            def ms(key):
-                value = timings.get(key)
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-                return float(value) if ok and value >= 0 and value == value and value != float("inf") else None
-            server = {"prompt_ms": ms("prompt_ms"), "predicted_ms": ms("predicted_ms")}
-            if server["prompt_ms"] is not None or server["predicted_ms"] is not None:
-                for key in ("prompt_n", "cache_n"):
-                    if _is_count(timings.get(key)):
-                        server[key] = timings[key]
-                self.server_timings = server
+        if item["finish_reason"] is not None:
+            self.finish_reason = item["finish_reason"]
+        if item["timings"] is not None:
+            self.server_timings = item["timings"]
+        if item["last"] and self.complete_at_us is None:
+            self.complete_at_us = at_us
 
     def _sample(self):
         if not self.head:
@@ -469,6 +613,7 @@ class Record:
             "n_bytes": self.n_bytes,
             "n_token_events": len(self.token_times_us),
             "n_reasoning_events": self.n_reasoning_events,
+            "n_tool_call_events": self.n_tool_call_events,
             "usage": self.usage,
             "finish_reason": self.finish_reason,
             "saw_done": self.saw_done,

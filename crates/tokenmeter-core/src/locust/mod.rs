@@ -105,6 +105,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
         "auth": match plan.auth {
             AuthStyle::Bearer => "bearer",
             AuthStyle::ApiKeyHeader => "api_key_header",
+            AuthStyle::XApiKey => "x_api_key",
         },
         "body": request_body(&plan.body_spec()),
         "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed, "prefixes": prefixes},
@@ -134,6 +135,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
             match plan.auth {
                 AuthStyle::Bearer => "Authorization: Bearer",
                 AuthStyle::ApiKeyHeader => "the api-key header",
+                AuthStyle::XApiKey => "the x-api-key header",
             },
         )
         .replace("{{FILE}}", FILE_NAME)
@@ -300,6 +302,8 @@ struct Line {
     n_bytes: u64,
     n_token_events: u64,
     n_reasoning_events: u64,
+    #[serde(default)]
+    n_tool_call_events: u64,
     usage: Option<Usage>,
     finish_reason: Option<String>,
     saw_done: bool,
@@ -523,6 +527,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
         n_bytes: line.n_bytes,
         n_token_events: line.n_token_events,
         n_reasoning_events: line.n_reasoning_events,
+        n_tool_call_events: line.n_tool_call_events,
         usage: line.usage,
         n_out,
         token_source,

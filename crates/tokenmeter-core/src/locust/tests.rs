@@ -149,6 +149,29 @@ fn the_other_load_modes_become_stages() {
 }
 
 #[test]
+fn an_anthropic_plan_sends_its_headers_and_its_key_as_x_api_key() {
+    let mut plan = plan();
+    plan.endpoint = crate::stream::EndpointKind::Anthropic;
+    plan.auth = AuthStyle::XApiKey;
+    let file = locustfile(&plan).unwrap();
+    let setup = embedded_setup(&file);
+    assert_eq!(setup["auth"], "x_api_key");
+    assert_eq!(setup["url"], "http://127.0.0.1:8080/v1/messages");
+    assert_eq!(
+        setup["plan"]["endpoint"], "anthropic",
+        "the file reads its streams as that kind"
+    );
+    let headers = setup["headers"].as_array().unwrap();
+    assert!(headers.contains(&json!(["anthropic-version", "2023-06-01"])));
+    assert!(headers.contains(&json!([
+        "anthropic-dangerous-direct-browser-access",
+        "true"
+    ])));
+    assert_eq!(setup["body"]["max_tokens"], plan.max_tokens);
+    assert!(setup["body"].get("stream_options").is_none());
+}
+
+#[test]
 fn what_a_user_typed_cannot_break_out_of_the_header() {
     let mut plan = plan();
     plan.model = "m\"\"\"\nimport os; os.system('x') \\".into();

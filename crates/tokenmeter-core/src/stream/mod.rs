@@ -1,21 +1,25 @@
-//! OpenAI-compatible streaming: request bodies for `/chat/completions` and the legacy
-//! `/completions`, and the meaning of each event of the response stream.
+//! Streaming APIs: the request bodies of each kind of endpoint, and the meaning of
+//! each event of their response streams, in the kind's own module:
 //!
-//! What a chunk can carry, as real servers send it:
-//! - a role-only first chunk (`{"delta": {"role": "assistant"}}`), which is no token;
-//! - `delta.content` (chat) or `text` (completions): answer tokens;
-//! - `delta.reasoning_content` (DeepSeek, vLLM) or `delta.reasoning` (OpenRouter,
-//!   newer vLLM): reasoning tokens, which count for TTFT but not for the time to the
-//!   first answer token;
-//! - empty `choices` (Azure's prompt filter results, the final usage chunk);
-//! - `usage` (with `stream_options.include_usage`), `finish_reason`;
-//! - `{"error": ...}` inside a 200 stream, when the server fails mid-way;
-//! - `[DONE]`, the end sentinel.
+//! - [`openai`]: OpenAI's `/chat/completions` and the legacy `/completions`, which
+//!   vLLM, SGLang, llama.cpp, TGI and most gateways also serve;
+//! - [`responses`]: OpenAI's Responses API (`/responses`, also served by vLLM);
+//! - [`anthropic`]: Anthropic's Messages API (`/messages`).
+//!
+//! Each turns an event's data into the same [`StreamItem`]: a [`Chunk`] of answer,
+//! reasoning and tool-call text, usage, a finish reason and whether the event is the
+//! stream's last word; an error sent inside the stream; or `[DONE]`.
+
+pub mod anthropic;
+pub mod openai;
+pub mod responses;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Which OpenAI endpoint a plan calls.
+pub use openai::error_message;
+
+/// Which streaming API a plan calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointKind {
@@ -24,15 +28,48 @@ pub enum EndpointKind {
     Chat,
     /// `POST {base}/completions` with `prompt` (legacy, still served by vLLM and others).
     Completions,
+    /// `POST {base}/responses` with `input` (OpenAI's Responses API; vLLM serves it
+    /// too).
+    Responses,
+    /// `POST {base}/messages` (Anthropic's Messages API), with the key as
+    /// `x-api-key` and `anthropic-version`.
+    Anthropic,
 }
 
 impl EndpointKind {
+    /// Every kind, in the order the page offers them.
+    pub const ALL: [EndpointKind; 4] = [
+        EndpointKind::Chat,
+        EndpointKind::Completions,
+        EndpointKind::Responses,
+        EndpointKind::Anthropic,
+    ];
+
     /// The path appended to the base URL.
     pub fn path(self) -> &'static str {
         match self {
             EndpointKind::Chat => "/chat/completions",
             EndpointKind::Completions => "/completions",
+            EndpointKind::Responses => "/responses",
+            EndpointKind::Anthropic => "/messages",
         }
+    }
+
+    /// The name in plans and in the page's hooks.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndpointKind::Chat => "chat",
+            EndpointKind::Completions => "completions",
+            EndpointKind::Responses => "responses",
+            EndpointKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// Whether its stream is OpenAI's chunks (`choices`, `[DONE]`): the shape whose
+    /// end is `[DONE]` or the usage chunk after a `finish_reason`, and whose
+    /// servers read vLLM's `min_tokens` and `ignore_eos`.
+    pub fn is_openai_chunks(self) -> bool {
+        matches!(self, EndpointKind::Chat | EndpointKind::Completions)
     }
 }
 
@@ -60,24 +97,48 @@ pub struct BodySpec {
 pub fn request_body(spec: &BodySpec) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(spec.model.clone()));
+    let user_message = || serde_json::json!([{"role": "user", "content": spec.prompt}]);
     match spec.kind {
         EndpointKind::Chat => {
             let messages = match &spec.messages {
                 Some(messages) => Value::Array(messages.clone()),
-                None => serde_json::json!([{"role": "user", "content": spec.prompt}]),
+                None => user_message(),
             };
             body.insert("messages".into(), messages);
+            body.insert("max_tokens".into(), spec.max_tokens.into());
         }
         EndpointKind::Completions => {
             body.insert("prompt".into(), Value::String(spec.prompt.clone()));
+            body.insert("max_tokens".into(), spec.max_tokens.into());
+        }
+        EndpointKind::Responses => {
+            let input = match &spec.messages {
+                Some(messages) => Value::Array(messages.clone()),
+                None => Value::String(spec.prompt.clone()),
+            };
+            body.insert("input".into(), input);
+            body.insert("max_output_tokens".into(), spec.max_tokens.into());
+        }
+        EndpointKind::Anthropic => {
+            // System messages are a field of their own there, not a role.
+            let (system, messages) = match &spec.messages {
+                Some(messages) => anthropic::split_system(messages),
+                None => (None, user_message()),
+            };
+            if let Some(system) = system {
+                body.insert("system".into(), Value::String(system));
+            }
+            body.insert("messages".into(), messages);
+            body.insert("max_tokens".into(), spec.max_tokens.into());
         }
     }
-    body.insert("max_tokens".into(), spec.max_tokens.into());
     if let Some(t) = spec.temperature {
         body.insert("temperature".into(), t.into());
     }
     body.insert("stream".into(), Value::Bool(true));
-    if spec.include_usage {
+    // Only OpenAI's chunks need asking for usage: the other kinds always end
+    // with it.
+    if spec.include_usage && spec.kind.is_openai_chunks() {
         body.insert(
             "stream_options".into(),
             serde_json::json!({"include_usage": true}),
@@ -102,7 +163,25 @@ pub struct Usage {
     pub cached_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// This usage with what `newer` reports over it, field by field: Anthropic's
+    /// stream says the input at its start and the output at its end, OpenAI's
+    /// says it all at once (or again, cumulatively, in every chunk).
+    pub fn updated(self, newer: Usage) -> Usage {
+        Usage {
+            prompt_tokens: newer.prompt_tokens.or(self.prompt_tokens),
+            completion_tokens: newer.completion_tokens.or(self.completion_tokens),
+            reasoning_tokens: newer.reasoning_tokens.or(self.reasoning_tokens),
+            cached_tokens: newer.cached_tokens.or(self.cached_tokens),
+        }
+    }
+}
+
 /// What one event of the stream means.
+// A chunk is made per event and taken apart at once, never stored: boxing it
+// would add an allocation per token event to keep a value small that lives for
+// one call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamItem {
     /// `data: [DONE]`.
@@ -118,14 +197,24 @@ pub enum StreamItem {
 pub struct Chunk {
     /// The chunk's `id` (`chatcmpl-…`), which names the request in server logs.
     pub id: Option<String>,
-    /// Answer text (`delta.content` or `text`).
+    /// Answer text (`delta.content` or `text`; Responses' `output_text.delta`,
+    /// Anthropic's `text_delta`).
     pub content: String,
     /// Reasoning text (`delta.reasoning_content` or `delta.reasoning`).
     pub reasoning: String,
+    /// A tool call's text as the model writes it: the function's name and its
+    /// arguments (`delta.tool_calls[].function`, Responses'
+    /// `function_call_arguments.delta`, Anthropic's `input_json_delta`).
+    pub tool_call: String,
+    /// Why the answer ended, in OpenAI's words (`stop`, `length`, `tool_calls`, …;
+    /// the other kinds' reasons are said so).
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     /// The server's own timings of the request, when it reports them.
     pub timings: Option<ServerTimings>,
+    /// The event is the stream's last word (Responses' `response.completed`,
+    /// Anthropic's `message_stop`): the request ends here.
+    pub last: bool,
 }
 
 /// What a server says it spent on a request, from llama.cpp's `timings` object
@@ -148,7 +237,13 @@ impl Chunk {
     /// True when the chunk carries generated text of either kind: such a chunk is
     /// a token arrival for TTFT, ITL and chunk counting.
     pub fn has_tokens(&self) -> bool {
-        !self.content.is_empty() || !self.reasoning.is_empty()
+        !self.content.is_empty() || !self.reasoning.is_empty() || !self.tool_call.is_empty()
+    }
+
+    /// True when its only generated text is reasoning: a token for TTFT, not yet
+    /// the answer.
+    pub fn is_reasoning_only(&self) -> bool {
+        self.content.is_empty() && self.tool_call.is_empty() && !self.reasoning.is_empty()
     }
 }
 
@@ -159,146 +254,31 @@ pub struct MalformedEvent {
     pub reason: String,
 }
 
-#[derive(Deserialize)]
-struct WireChunk {
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    choices: Option<Vec<WireChoice>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-    /// Read leniently: a server's odd timings never make a chunk unreadable.
-    #[serde(default)]
-    timings: Option<Value>,
+impl MalformedEvent {
+    fn of(err: serde_json::Error) -> MalformedEvent {
+        MalformedEvent {
+            reason: err.to_string(),
+        }
+    }
 }
 
-#[derive(Deserialize)]
-struct WireChoice {
-    #[serde(default)]
-    delta: Option<WireDelta>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct WireDelta {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens_details: Option<WireUsageDetails>,
-    #[serde(default)]
-    prompt_tokens_details: Option<WirePromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct WireUsageDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct WirePromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-/// Interprets the data of one event.
-pub fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
+/// Interprets the data of one event of a `kind` stream.
+pub fn interpret(kind: EndpointKind, data: &str) -> Result<StreamItem, MalformedEvent> {
     let trimmed = data.trim();
+    // Some servers end every kind of stream with it.
     if trimmed == "[DONE]" {
         return Ok(StreamItem::Done);
     }
-    let wire: WireChunk = serde_json::from_str(trimmed).map_err(|err| MalformedEvent {
-        reason: err.to_string(),
-    })?;
-    if let Some(error) = wire.error.filter(|e| !e.is_null()) {
-        return Ok(StreamItem::Error {
-            message: error_message(&error),
-        });
-    }
-    let mut chunk = Chunk {
-        id: wire.id.filter(|id| !id.is_empty()),
-        usage: wire.usage.map(|u| Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-            reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
-            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-        }),
-        timings: wire.timings.as_ref().and_then(|t| {
-            let ms = |key: &str| {
-                t.get(key)
-                    .and_then(Value::as_f64)
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-            };
-            let count = |key: &str| t.get(key).and_then(Value::as_u64);
-            let timings = ServerTimings {
-                prompt_ms: ms("prompt_ms"),
-                predicted_ms: ms("predicted_ms"),
-                prompt_n: count("prompt_n"),
-                cache_n: count("cache_n"),
-            };
-            (timings.prompt_ms.is_some() || timings.predicted_ms.is_some()).then_some(timings)
-        }),
-        ..Chunk::default()
-    };
-    for choice in wire.choices.unwrap_or_default() {
-        if let Some(delta) = choice.delta {
-            if let Some(text) = delta.content {
-                chunk.content.push_str(&text);
-            }
-            if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
-                chunk.reasoning.push_str(&text);
-            }
-        }
-        if let Some(text) = choice.text {
-            chunk.content.push_str(&text);
-        }
-        if choice.finish_reason.is_some() {
-            chunk.finish_reason = choice.finish_reason;
-        }
-    }
-    Ok(StreamItem::Chunk(chunk))
-}
-
-/// The human part of an OpenAI-style error value (`{"message": ...}` or a string).
-pub fn error_message(error: &Value) -> String {
-    match error {
-        Value::String(s) => s.clone(),
-        Value::Object(obj) => obj
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| error.to_string()),
-        other => other.to_string(),
+    match kind {
+        EndpointKind::Chat | EndpointKind::Completions => openai::interpret(trimmed),
+        EndpointKind::Responses => responses::interpret(trimmed),
+        EndpointKind::Anthropic => anthropic::interpret(trimmed),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn chunk(data: &str) -> Chunk {
-        match interpret(data).unwrap() {
-            StreamItem::Chunk(c) => c,
-            other => panic!("expected a chunk, got {other:?}"),
-        }
-    }
 
     #[test]
     fn chat_body_has_stream_options_and_merged_extras() {
@@ -348,83 +328,95 @@ mod tests {
     }
 
     #[test]
-    fn role_only_first_chunk_has_no_tokens() {
-        let c = chunk(
-            r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+    fn responses_and_anthropic_bodies_in_their_own_words() {
+        let spec = |kind, messages| BodySpec {
+            kind,
+            model: "m".into(),
+            prompt: "你好".into(),
+            max_tokens: 64,
+            temperature: Some(0.5),
+            include_usage: true,
+            extra: Map::new(),
+            messages,
+        };
+        assert_eq!(
+            request_body(&spec(EndpointKind::Responses, None)),
+            serde_json::json!({"model": "m", "input": "你好", "max_output_tokens": 64, "temperature": 0.5, "stream": true}),
+            "usage always comes: no stream_options"
         );
-        assert!(!c.has_tokens());
+        assert_eq!(
+            request_body(&spec(EndpointKind::Anthropic, None)),
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "你好"}], "max_tokens": 64, "temperature": 0.5, "stream": true})
+        );
+        let chat = vec![
+            serde_json::json!({"role": "system", "content": "简短回答"}),
+            serde_json::json!({"role": "user", "content": "hi"}),
+        ];
+        let body = request_body(&spec(EndpointKind::Anthropic, Some(chat.clone())));
+        assert_eq!(body["system"], "简短回答");
+        assert_eq!(
+            body["messages"],
+            serde_json::json!([{"role": "user", "content": "hi"}])
+        );
+        let body = request_body(&spec(EndpointKind::Responses, Some(chat.clone())));
+        assert_eq!(body["input"], Value::Array(chat));
     }
 
     #[test]
-    fn content_reasoning_and_text() {
+    fn done_ends_every_kind_and_each_kind_reads_its_own_events() {
+        for kind in EndpointKind::ALL {
+            assert_eq!(interpret(kind, " [DONE] ").unwrap(), StreamItem::Done);
+        }
+        let text = |kind, data| match interpret(kind, data).unwrap() {
+            StreamItem::Chunk(c) => c.content,
+            other => panic!("{other:?}"),
+        };
         assert_eq!(
-            chunk(r#"{"choices":[{"delta":{"content":"世界"}}]}"#).content,
-            "世界"
+            text(
+                EndpointKind::Chat,
+                r#"{"choices":[{"delta":{"content":"你"}}]}"#
+            ),
+            "你"
         );
         assert_eq!(
-            chunk(r#"{"choices":[{"delta":{"reasoning_content":"想"}}]}"#).reasoning,
-            "想"
+            text(
+                EndpointKind::Responses,
+                r#"{"type":"response.output_text.delta","delta":"好"}"#
+            ),
+            "好"
         );
         assert_eq!(
-            chunk(r#"{"choices":[{"delta":{"reasoning":"think"}}]}"#).reasoning,
-            "think"
+            text(
+                EndpointKind::Anthropic,
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"世"}}"#
+            ),
+            "世"
         );
+        // Another kind's event is no token of this one.
         assert_eq!(
-            chunk(r#"{"choices":[{"text":" the","index":0}]}"#).content,
-            " the"
+            text(
+                EndpointKind::Chat,
+                r#"{"type":"response.output_text.delta","delta":"x"}"#
+            ),
+            ""
         );
     }
 
     #[test]
-    fn usage_chunk_with_empty_choices() {
-        let c = chunk(
-            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":300,"total_tokens":312,"completion_tokens_details":{"reasoning_tokens":40}}}"#,
-        );
-        assert!(!c.has_tokens());
+    fn each_kind_s_paths() {
+        let paths: Vec<&str> = EndpointKind::ALL.iter().map(|k| k.path()).collect();
         assert_eq!(
-            c.usage,
-            Some(Usage {
-                prompt_tokens: Some(12),
-                completion_tokens: Some(300),
-                reasoning_tokens: Some(40),
-                cached_tokens: None,
-            })
+            paths,
+            [
+                "/chat/completions",
+                "/completions",
+                "/responses",
+                "/messages"
+            ]
         );
-    }
-
-    #[test]
-    fn azure_prompt_filter_chunk_is_harmless() {
-        let c = chunk(
-            r#"{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}"#,
-        );
-        assert_eq!(c, Chunk::default(), "an empty id is no id");
-        let c = chunk(r#"{"id":"chatcmpl-9","choices":[{"delta":{"content":"x"}}]}"#);
-        assert_eq!(c.id.as_deref(), Some("chatcmpl-9"));
-    }
-
-    #[test]
-    fn finish_reason_and_null_usage() {
-        let c = chunk(r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":null}"#);
-        assert_eq!(c.finish_reason.as_deref(), Some("length"));
-        assert_eq!(c.usage, None);
-    }
-
-    #[test]
-    fn done_error_and_malformed() {
-        assert_eq!(interpret("[DONE]").unwrap(), StreamItem::Done);
-        assert_eq!(
-            interpret(r#"{"error":{"message":"overloaded","type":"server_error"}}"#).unwrap(),
-            StreamItem::Error {
-                message: "overloaded".into()
-            }
-        );
-        assert_eq!(
-            interpret(r#"{"error":"boom"}"#).unwrap(),
-            StreamItem::Error {
-                message: "boom".into()
-            }
-        );
-        assert!(interpret(r#"{"choices":[{"delta":{"content":"x"}}"#).is_err());
-        assert!(interpret("[1,2]").is_err());
+        for kind in EndpointKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+        }
     }
 }
