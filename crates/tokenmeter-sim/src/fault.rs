@@ -90,10 +90,14 @@ pub enum Fault {
     /// Hostile: an answer that ignores `max_tokens`: a token every 2 ms until the
     /// hang time passes.
     Endless,
+    /// The answer is a tool call: the function's name in the first answer token's
+    /// event, its arguments in the rest (each API's tool-call events; the finish
+    /// reason says so).
+    ToolCall,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 34] = [
+    pub const ALL: [Fault; 35] = [
         Fault::Unauthorized,
         Fault::NotFound,
         Fault::RateLimited,
@@ -128,6 +132,7 @@ impl Fault {
         Fault::Html200,
         Fault::EndlessError,
         Fault::Endless,
+        Fault::ToolCall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -166,6 +171,7 @@ impl Fault {
             Fault::Html200 => "html-200",
             Fault::EndlessError => "endless-error",
             Fault::Endless => "endless",
+            Fault::ToolCall => "tool-call",
         }
     }
 

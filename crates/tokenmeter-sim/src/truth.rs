@@ -64,8 +64,16 @@ pub struct RequestTruth {
     pub n_reasoning_tokens: u64,
     /// Events carrying tokens (fewer than tokens with `multi-token`).
     pub n_token_events: u64,
-    /// The answer text as sent (reasoning excluded).
+    /// The answer text as sent (reasoning excluded; empty when it was a tool call).
     pub text: String,
+    /// The answer was a tool call (the `tool-call` fault): its events are the
+    /// function's name, then its arguments.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tool_call: bool,
+    /// The request's `anthropic-*` headers, as `name: value`: what only the
+    /// Anthropic kind of endpoint should send.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub anthropic_headers: Vec<String>,
     pub outcome: Outcome,
     pub ended_us: u64,
 }
@@ -99,6 +107,8 @@ impl RequestTruth {
             n_reasoning_tokens: 0,
             n_token_events: 0,
             text: String::new(),
+            tool_call: false,
+            anthropic_headers: Vec::new(),
             outcome: Outcome::HttpError,
             ended_us: 0,
         }

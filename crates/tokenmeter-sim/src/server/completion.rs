@@ -1,7 +1,8 @@
-//! One completion request (`/v1/chat/completions`, `/v1/completions`): what it
-//! asks for, the faults and checks that answer it early with an HTTP error, and the
-//! job handed to the engine, whose tokens [`super::stream`] or [`super::whole`] turn
-//! into the answer.
+//! One completion request (`/v1/chat/completions`, `/v1/completions`,
+//! `/v1/responses`, `/v1/messages`): what it asks for, the faults and checks that
+//! answer it early with an HTTP error, and the job handed to the engine, whose
+//! tokens [`super::stream`] or [`super::whole`] turn into the answer in the API's
+//! words ([`super::wire`]).
 
 use std::{
     sync::{atomic::Ordering, Arc},
@@ -14,10 +15,15 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{
-    hostile, routes::openai_error, stream::stream_response, whole::whole_response, AppState,
+    hostile,
+    routes::openai_error,
+    stream::stream_response,
+    whole::whole_response,
+    wire::{Endpoint, StreamPlan},
+    AppState,
 };
 use crate::{
     connection::Gate,
@@ -31,29 +37,6 @@ use crate::{
 const RETRY_AFTER_S: u32 = 2;
 /// `max_tokens` when a request does not say.
 const DEFAULT_MAX_TOKENS: u64 = 256;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Endpoint {
-    Chat,
-    Completions,
-}
-
-impl Endpoint {
-    fn name(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "chat",
-            Endpoint::Completions => "completions",
-        }
-    }
-
-    /// The `object` of a streamed chunk.
-    pub(super) fn chunk_object(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "chat.completion.chunk",
-            Endpoint::Completions => "text_completion",
-        }
-    }
-}
 
 pub(super) async fn chat_completions(
     State(state): State<Arc<AppState>>,
@@ -71,6 +54,24 @@ pub(super) async fn completions(
     body: Bytes,
 ) -> Response {
     handle(state, gate, Endpoint::Completions, headers, body).await
+}
+
+pub(super) async fn responses(
+    State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, gate, Endpoint::Responses, headers, body).await
+}
+
+pub(super) async fn messages(
+    State(state): State<Arc<AppState>>,
+    Extension(gate): Extension<Arc<Gate>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, gate, Endpoint::Messages, headers, body).await
 }
 
 /// What a request asked for.
@@ -91,6 +92,19 @@ struct Ask {
     min_tokens: u64,
 }
 
+/// A message's content as text: a string, or the `text` of its parts (OpenAI's
+/// and Anthropic's content arrays alike).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
 fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|err| format!("the body is not valid JSON: {err}"))?;
@@ -101,24 +115,17 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
         .to_owned();
     let mut n_messages = 0;
     let prompt = match endpoint {
-        Endpoint::Chat => {
+        Endpoint::Chat | Endpoint::Messages => {
             let messages = value
                 .get("messages")
                 .and_then(Value::as_array)
                 .ok_or("messages must be an array")?;
             n_messages = messages.len();
-            let mut text = String::new();
+            // Anthropic's system prompt is a field of its own, read first.
+            let mut text = value.get("system").map(content_text).unwrap_or_default();
             for message in messages {
-                match message.get("content") {
-                    Some(Value::String(s)) => text.push_str(s),
-                    Some(Value::Array(parts)) => {
-                        for part in parts {
-                            if let Some(s) = part.get("text").and_then(Value::as_str) {
-                                text.push_str(s);
-                            }
-                        }
-                    }
-                    _ => {}
+                if let Some(content) = message.get("content") {
+                    text.push_str(&content_text(content));
                 }
             }
             text
@@ -128,10 +135,23 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
             Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
             _ => return Err("prompt must be a string".into()),
         },
+        Endpoint::Responses => match value.get("input") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(items)) => {
+                n_messages = items.len();
+                items
+                    .iter()
+                    .filter_map(|item| item.get("content"))
+                    .map(content_text)
+                    .collect()
+            }
+            _ => return Err("input must be a string or an array of messages".into()),
+        },
     };
     let max_tokens = value
         .get("max_tokens")
         .or_else(|| value.get("max_completion_tokens"))
+        .or_else(|| value.get("max_output_tokens"))
         .map(|v| v.as_u64().ok_or("max_tokens must be a positive integer"))
         .transpose()?
         .unwrap_or(DEFAULT_MAX_TOKENS);
@@ -165,16 +185,18 @@ async fn handle(
 ) -> Response {
     let accepted = Instant::now();
     let id = state.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-    let response_id = match endpoint {
-        Endpoint::Chat => format!("chatcmpl-{id}"),
-        Endpoint::Completions => format!("cmpl-{id}"),
-    };
+    let response_id = endpoint.response_id(id);
     let mut truth = RequestTruth::accepted(
         id,
         response_id.clone(),
         endpoint.name(),
         state.truth.us(accepted),
     );
+    truth.anthropic_headers = headers
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("anthropic-"))
+        .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap_or("?")))
+        .collect();
     if state.config.gateway_delay_ms > 0.0 {
         tokio::time::sleep(std::time::Duration::from_secs_f64(
             state.config.gateway_delay_ms / 1e3,
@@ -250,15 +272,16 @@ async fn handle(
         n_tokens,
         ends_on_its_own: natural_end.is_some(),
         n_reasoning: if (faults.has(Fault::Reasoning) || faults.has(Fault::HiddenReasoning))
-            && endpoint == Endpoint::Chat
+            && endpoint.streams_reasoning()
             && n_tokens > 0
         {
             (n_tokens / 4).max(1)
         } else {
             0
         },
+        tool_call: faults.has(Fault::ToolCall) && endpoint != Endpoint::Completions,
         faults,
-        timings: state.config.timings,
+        timings: state.config.timings && endpoint.is_openai_chunks(),
     };
     if ask.stream {
         stream_response(state, gate, plan, truth, rx)
@@ -297,6 +320,12 @@ async fn admit(
     let ask = parse_ask(endpoint, body).map_err(|msg| bad_request(&msg))?;
     truth.model = ask.model.clone();
     truth.stream = ask.stream;
+    if !ask.stream && !endpoint.is_openai_chunks() {
+        return Err(bad_request(&format!(
+            "the simulator answers /v1/{} only as a stream: send \"stream\": true",
+            endpoint.name()
+        )));
+    }
 
     if faults.has(Fault::EchoHeaders) {
         // Before the key check: a debugging gateway in front of the server.
@@ -316,8 +345,8 @@ async fn admit(
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        let api_key = headers.get("api-key").and_then(|v| v.to_str().ok());
-        bearer == Some(key) || api_key == Some(key)
+        let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+        bearer == Some(key) || header("api-key") == Some(key) || header("x-api-key") == Some(key)
     });
     if !key_ok || faults.has(Fault::Unauthorized) {
         return Err(openai_error(
@@ -383,153 +412,4 @@ async fn admit(
         return Err(hostile::response(fault, truth.id, hang));
     }
     Ok((ask, faults))
-}
-
-pub(super) struct StreamPlan {
-    /// `{"id":…,"object":…,"created":…,"model":…,` of every chunk, encoded once.
-    pub(super) head: String,
-    pub(super) endpoint: Endpoint,
-    pub(super) response_id: String,
-    pub(super) model: String,
-    pub(super) created: u64,
-    pub(super) include_usage: bool,
-    pub(super) n_tokens: u64,
-    /// The answer ends before `max_tokens` (finish_reason `stop`).
-    pub(super) ends_on_its_own: bool,
-    pub(super) n_reasoning: u64,
-    pub(super) faults: Faults,
-    /// Report llama.cpp's `timings` in the last chunk.
-    pub(super) timings: bool,
-}
-
-impl StreamPlan {
-    pub(super) fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        let mut chunk = match self.endpoint {
-            Endpoint::Chat => json!({
-                "id": self.response_id,
-                "object": self.endpoint.chunk_object(),
-                "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
-            }),
-            Endpoint::Completions => json!({
-                "id": self.response_id,
-                "object": self.endpoint.chunk_object(),
-                "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "text": delta.get("content").cloned().unwrap_or(Value::String(String::new())), "logprobs": null, "finish_reason": finish_reason}],
-            }),
-        };
-        if self.include_usage {
-            chunk["usage"] = Value::Null;
-        }
-        chunk
-    }
-
-    /// One token-bearing chunk, formatted without building a JSON tree: this runs
-    /// for every token of every stream. Equal to `chunk` with a content (or
-    /// reasoning) delta, byte for byte.
-    pub(super) fn token_chunk(&self, text: &str, reasoning: bool) -> String {
-        let text = serde_json::to_string(text).expect("a string serialises");
-        let usage = if self.include_usage {
-            ",\"usage\":null"
-        } else {
-            ""
-        };
-        match (self.endpoint, reasoning) {
-            (Endpoint::Chat, false) => format!(
-                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
-                self.head
-            ),
-            (Endpoint::Chat, true) => format!(
-                "{}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":null,\"reasoning_content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
-                self.head
-            ),
-            (Endpoint::Completions, _) => format!(
-                "{}\"choices\":[{{\"index\":0,\"text\":{text},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}",
-                self.head
-            ),
-        }
-    }
-
-    pub(super) fn usage(&self, n_generated: u64, prompt_tokens: u64, cached_tokens: u64) -> Value {
-        let mut usage = json!({
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": n_generated,
-            "total_tokens": prompt_tokens + n_generated,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens},
-        });
-        if self.n_reasoning > 0 {
-            usage["completion_tokens_details"] =
-                json!({"reasoning_tokens": self.n_reasoning.min(n_generated)});
-        }
-        usage
-    }
-
-    fn line_end(&self) -> &'static str {
-        if self.faults.has(Fault::Crlf) {
-            "\r\n"
-        } else {
-            "\n"
-        }
-    }
-
-    pub(super) fn event(&self, data: &str) -> String {
-        let nl = self.line_end();
-        format!("data: {data}{nl}{nl}")
-    }
-
-    pub(super) fn comment(&self, text: &str) -> String {
-        let nl = self.line_end();
-        format!(": {text}{nl}{nl}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan(endpoint: Endpoint, include_usage: bool) -> StreamPlan {
-        StreamPlan {
-            head: format!(
-                "{{\"id\":\"x-1\",\"object\":\"{}\",\"created\":7,\"model\":\"m\\\"q\",",
-                if endpoint == Endpoint::Chat {
-                    "chat.completion.chunk"
-                } else {
-                    "text_completion"
-                }
-            ),
-            endpoint,
-            response_id: "x-1".into(),
-            model: "m\"q".into(),
-            created: 7,
-            include_usage,
-            n_tokens: 1,
-            ends_on_its_own: false,
-            n_reasoning: 0,
-            faults: Faults::default(),
-            timings: false,
-        }
-    }
-
-    #[test]
-    fn the_fast_token_chunk_equals_the_general_one() {
-        for endpoint in [Endpoint::Chat, Endpoint::Completions] {
-            for include_usage in [false, true] {
-                let plan = plan(endpoint, include_usage);
-                let text = "引号\"和\n换行";
-                assert_eq!(
-                    plan.token_chunk(text, false),
-                    plan.chunk(json!({"content": text}), None).to_string()
-                );
-                if endpoint == Endpoint::Chat {
-                    assert_eq!(
-                        plan.token_chunk(text, true),
-                        plan.chunk(json!({"content": null, "reasoning_content": text}), None)
-                            .to_string()
-                    );
-                }
-            }
-        }
-    }
 }

@@ -8,6 +8,7 @@
 //! - [`stream`]: the streamed body, token by token, written at each step's end;
 //! - [`hostile`]: the answers of hostile servers, made as they are read;
 //! - [`metrics`]: `GET /metrics`, the engine's state under a real server's names;
+//! - [`wire`]: what each API's stream says (OpenAI's chunks, Responses, Messages);
 //! - [`whole`]: the non-streamed answer.
 
 mod completion;
@@ -18,6 +19,7 @@ mod network;
 mod routes;
 mod stream;
 mod whole;
+mod wire;
 
 use std::{
     io,

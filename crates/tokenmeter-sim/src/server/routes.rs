@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    completion::{chat_completions, completions},
+    completion::{chat_completions, completions, messages, responses},
     AppState,
 };
 
@@ -26,6 +26,8 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
         .route("/v1/sim/truth", get(truth).delete(clear_truth))
         .route("/v1/sim/config", get(sim_config))
         .route("/metrics", get(super::metrics::metrics))

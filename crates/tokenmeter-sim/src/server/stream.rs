@@ -23,8 +23,8 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{
-    completion::{Endpoint, StreamPlan},
     gateway::Gateway,
+    wire::{Piece, StreamPlan},
     AppState,
 };
 use crate::{
@@ -70,6 +70,10 @@ struct Writer {
     group: Vec<usize>,
     group_text: String,
     group_is_reasoning: bool,
+    /// Token events written so far: of reasoning, and of the answer (whose first
+    /// is a tool call's name).
+    n_reasoning_events: u64,
+    n_answer_events: u64,
     ended: bool,
     committed: bool,
     /// The `done-hold` fault's wait after the last event.
@@ -84,11 +88,6 @@ struct Writer {
 }
 
 impl Writer {
-    fn push_event(&mut self, data: String, tokens: Vec<usize>) {
-        let bytes = self.plan.event(&data).into_bytes();
-        self.push_bytes(bytes, tokens);
-    }
-
     fn push_raw(&mut self, text: String) {
         self.push_bytes(text.into_bytes(), Vec::new());
     }
@@ -149,18 +148,13 @@ impl Writer {
             }
             if self.plan.faults.has(Fault::ErrorEvent) {
                 self.flush_group();
-                let error = json!({"error": {"message": "simulated engine failure: out of KV cache blocks", "type": "server_error", "param": null, "code": "engine_error"}});
-                self.push_event(error.to_string(), Vec::new());
+                self.push_raw(self.plan.error_event());
                 self.end(Outcome::Faulted);
                 return;
             }
             if self.plan.faults.has(Fault::BadJson) {
                 self.flush_group();
-                let broken = format!(
-                    "{{\"id\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"坏",
-                    self.plan.response_id
-                );
-                self.push_event(broken, Vec::new());
+                self.push_raw(self.plan.broken_event());
             }
         }
         self.truth.tokens.push(TokenTruth {
@@ -224,15 +218,30 @@ impl Writer {
         if bad_utf8 {
             text.push(INVALID_UTF8_MARK);
         }
-        let chunk = self.plan.token_chunk(&text, self.group_is_reasoning);
-        if !self.group_is_reasoning {
-            // As a client decodes it: the invalid byte becomes U+FFFD.
-            self.truth
-                .text
-                .push_str(&text.replace(INVALID_UTF8_MARK, "\u{FFFD}"));
+        let (piece, n_before) = match (self.group_is_reasoning, self.plan.tool_call) {
+            (true, _) => (Piece::Reasoning, self.n_reasoning_events),
+            (false, false) => (Piece::Answer, self.n_answer_events),
+            (false, true) if self.n_answer_events == 0 => (Piece::ToolName, 0),
+            (false, true) => (Piece::ToolArguments, self.n_answer_events),
+        };
+        // Anthropic's blocks: the reasoning's first, then the answer's.
+        let block = u32::from(!self.group_is_reasoning && self.plan.n_reasoning > 0);
+        let event = self
+            .plan
+            .token_event(&text, piece, (n_before == 0).then_some(block));
+        if self.group_is_reasoning {
+            self.n_reasoning_events += 1;
+        } else {
+            self.n_answer_events += 1;
+            if !self.plan.tool_call {
+                // As a client decodes it: the invalid byte becomes U+FFFD.
+                self.truth
+                    .text
+                    .push_str(&text.replace(INVALID_UTF8_MARK, "\u{FFFD}"));
+            }
         }
         self.truth.n_token_events += 1;
-        let mut bytes = self.plan.event(&chunk).into_bytes();
+        let mut bytes = event.into_bytes();
         if bad_utf8 {
             let mark = INVALID_UTF8_MARK
                 .encode_utf8(&mut [0; 4])
@@ -247,29 +256,16 @@ impl Writer {
 
     fn finish_normally(&mut self) {
         let n_generated = self.truth.tokens.len() as u64;
-        let reason =
-            if n_generated >= self.plan.n_tokens && n_generated > 0 && !self.plan.ends_on_its_own {
-                "length"
-            } else {
-                "stop"
-            };
-        let mut finish = self.plan.chunk(json!({}), Some(reason));
-        if self.plan.timings {
-            finish["timings"] = self.timings(n_generated);
+        let timings = self.plan.timings.then(|| self.timings(n_generated));
+        let closing = self.plan.closing(
+            n_generated,
+            self.truth.prompt_tokens,
+            self.truth.cached_tokens,
+            timings,
+        );
+        for event in closing {
+            self.push_raw(event);
         }
-        self.push_event(finish.to_string(), Vec::new());
-        if self.plan.include_usage {
-            let usage_chunk = json!({
-                "id": self.plan.response_id,
-                "object": self.plan.endpoint.chunk_object(),
-                "created": self.plan.created,
-                "model": self.plan.model,
-                "choices": [],
-                "usage": self.plan.usage(n_generated, self.truth.prompt_tokens, self.truth.cached_tokens),
-            });
-            self.push_event(usage_chunk.to_string(), Vec::new());
-        }
-        self.push_event("[DONE]".into(), Vec::new());
         if self.plan.faults.has(Fault::AfterDone) {
             let late = |delta| self.plan.chunk(delta, None).to_string();
             let more = [
@@ -502,6 +498,8 @@ pub(super) fn stream_response(
         group: Vec::new(),
         group_text: String::new(),
         group_is_reasoning: false,
+        n_reasoning_events: 0,
+        n_answer_events: 0,
         ended: false,
         committed: false,
         hold: None,
@@ -511,13 +509,14 @@ pub(super) fn stream_response(
         written: Arc::new(WrittenSlots::new(plan.n_tokens as usize)),
         plan,
     };
-    if writer.plan.endpoint == Endpoint::Chat {
-        // Real servers open with a role-only chunk: no token, and no reason for TTFT.
-        let role = writer
-            .plan
-            .chunk(json!({"role": "assistant", "content": ""}), None);
-        writer.push_event(role.to_string(), Vec::new());
+    // What real servers open with: OpenAI's role-only chunk, Responses'
+    // `response.created`, Anthropic's `message_start`; no token, and no reason for
+    // TTFT.
+    let (prompt_tokens, cached_tokens) = (writer.truth.prompt_tokens, writer.truth.cached_tokens);
+    for event in writer.plan.opening(prompt_tokens, cached_tokens) {
+        writer.push_raw(event);
     }
+    writer.truth.tool_call = writer.plan.tool_call;
     let mut response = Response::builder();
     if writer.gateway.as_ref().is_some_and(Gateway::is_gzip) {
         response = response.header(header::CONTENT_ENCODING, "gzip");

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{
-    completion::{Endpoint, StreamPlan},
+    wire::{Endpoint, StreamPlan},
     AppState,
 };
 use crate::{
@@ -74,7 +74,8 @@ pub(super) async fn whole_response(
                 "usage": usage,
             })
         }
-        Endpoint::Completions => json!({
+        // (Only OpenAI's endpoints answer without a stream: `admit` refused the rest.)
+        Endpoint::Completions | Endpoint::Responses | Endpoint::Messages => json!({
             "id": plan.response_id, "object": "text_completion", "created": plan.created, "model": plan.model,
             "choices": [{"index": 0, "text": truth.text, "logprobs": null, "finish_reason": if n_generated > 0 && !plan.ends_on_its_own { "length" } else { "stop" }}],
             "usage": usage,

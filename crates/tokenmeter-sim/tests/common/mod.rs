@@ -217,6 +217,21 @@ pub fn measure(
     origin: Instant,
     keep_text: bool,
 ) -> tokenmeter_core::record::RequestRecord {
+    measure_kind(
+        received,
+        origin,
+        keep_text,
+        tokenmeter_core::stream::EndpointKind::Chat,
+    )
+}
+
+/// [`measure`] of a `kind` stream.
+pub fn measure_kind(
+    received: &Received,
+    origin: Instant,
+    keep_text: bool,
+    kind: tokenmeter_core::stream::EndpointKind,
+) -> tokenmeter_core::record::RequestRecord {
     use tokenmeter_core::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
     let us = |t: Instant| t.saturating_duration_since(origin).as_micros() as u64;
     let mut builder = RecordBuilder::new(
@@ -229,6 +244,7 @@ pub fn measure(
         },
         RecordOptions {
             keep_text,
+            endpoint: kind,
             ..RecordOptions::default()
         },
     );
