@@ -103,6 +103,9 @@ pub fn Select<T>(
     value: RwSignal<T>,
     options: &'static [(T, &'static str, Words)],
     #[prop(optional)] disabled: Option<Signal<bool>>,
+    /// Told when the user chooses (never when a plan fills the field).
+    #[prop(optional)]
+    on_choose: Option<Callback<T>>,
 ) -> impl IntoView
 where
     T: Copy + PartialEq + Send + Sync + 'static,
@@ -124,6 +127,9 @@ where
                     let code = event_target_value(&ev);
                     if let Some((option, _, _)) = options.iter().find(|(_, c, _)| *c == code) {
                         value.set(*option);
+                        if let Some(on_choose) = on_choose {
+                            on_choose.run(*option);
+                        }
                     }
                 }
             >

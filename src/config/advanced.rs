@@ -27,6 +27,22 @@ const ENDPOINTS: &[(EndpointKind, &str, Words)] = &[
         "completions",
         w("/completions", "/completions"),
     ),
+    (
+        EndpointKind::Responses,
+        "responses",
+        w(
+            "/responses (OpenAI Responses API)",
+            "/responses（OpenAI Responses API）",
+        ),
+    ),
+    (
+        EndpointKind::Anthropic,
+        "anthropic",
+        w(
+            "/messages (Anthropic Messages API)",
+            "/messages（Anthropic Messages API）",
+        ),
+    ),
 ];
 const AUTH_STYLES: &[(AuthStyle, &str, Words)] = &[
     (
@@ -38,6 +54,14 @@ const AUTH_STYLES: &[(AuthStyle, &str, Words)] = &[
         AuthStyle::ApiKeyHeader,
         "api_key_header",
         w("api-key header", "api-key 请求头"),
+    ),
+    (
+        AuthStyle::XApiKey,
+        "x_api_key",
+        w(
+            "x-api-key header (Anthropic)",
+            "x-api-key 请求头（Anthropic）",
+        ),
     ),
 ];
 const LENGTH_DISTS: &[(LengthDist, &str, Words)] = &[
@@ -128,6 +152,20 @@ fn LengthFields(
     }
 }
 
+/// The key's header follows a chosen endpoint kind when it was the other kind's
+/// usual one: Anthropic's `x-api-key`, everyone else's `Authorization: Bearer`
+/// (a gateway's `api-key`, or a choice made on purpose, stays).
+fn auth_for(kind: EndpointKind, auth: RwSignal<AuthStyle>) {
+    match (kind, auth.get_untracked()) {
+        (EndpointKind::Anthropic, AuthStyle::Bearer) => auth.set(AuthStyle::XApiKey),
+        (
+            EndpointKind::Chat | EndpointKind::Completions | EndpointKind::Responses,
+            AuthStyle::XApiKey,
+        ) => auth.set(AuthStyle::Bearer),
+        _ => {}
+    }
+}
+
 #[component]
 pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
     let d = draft;
@@ -135,7 +173,7 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
         <details class="advanced" data-testid="advanced">
             <summary>{words(w("Advanced: endpoint, auth, extra fields, load mode, SLO", "高级：接口类型、认证、附加字段、负载模式、SLO"))}</summary>
             <div class="field-row">
-                <Select label=w("Endpoint", "接口") testid="endpoint" value=d.endpoint options=ENDPOINTS disabled=running/>
+                <Select label=w("Endpoint", "接口") testid="endpoint" value=d.endpoint options=ENDPOINTS disabled=running on_choose=Callback::new(move |kind| auth_for(kind, d.auth))/>
                 <Select label=w("Send the key as", "密钥的发送方式") testid="auth" value=d.auth options=AUTH_STYLES disabled=running/>
             </div>
             <div class="field-row">

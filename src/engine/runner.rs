@@ -174,7 +174,10 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         targets: &targets,
         shared: &shared,
         cancel: &cancel,
-        options: RecordOptions::default(),
+        options: RecordOptions {
+            endpoint: plan.endpoint,
+            ..RecordOptions::default()
+        },
     };
     run.warm_up(schedule.warmup_concurrency()).await;
     let (conditions, engine_load) = run.levels(&mut schedule, &environment, &visibility).await;
