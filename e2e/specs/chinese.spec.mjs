@@ -22,7 +22,8 @@ const TECHNICAL = new Set(
    top_p X-Gateway-Route east http https cargo xtask serve local storage Chromium
    Firefox Tab SVG Locustfile Poisson LLM OpenAI pass key worker mod bench fetch
    usage.prompt_tokens usage.prompt_tokens_details.cached_tokens timings models
-   metrics KV TGI Prometheus`
+   metrics KV TGI Prometheus Anthropic Messages Responses OpenRouter Together AI
+   Fireworks Groq DeepSeek Text Generation Inference Ollama LM Studio`
     .split(/\s+/)
     .filter(Boolean),
 );

@@ -70,3 +70,33 @@ test('an answer that is a tool call is counted as output, apart', async () => {
     await page.close();
   }
 });
+
+test('a provider preset fills the endpoint and says what it allows from a browser', async () => {
+  const page = await suite.browser.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  const select = app.byTestId('provider');
+  const base = await app.byTestId('base-url').inputValue();
+  assert.equal(await select.inputValue(), base === 'http://127.0.0.1:8000/v1' ? 'simulator' : 'custom', 'the default plan: the simulator');
+  await select.selectOption('anthropic');
+  assert.equal(await app.byTestId('base-url').inputValue(), 'https://api.anthropic.com/v1');
+  await app.byTestId('advanced').locator('summary').click();
+  assert.equal(await app.byTestId('endpoint').inputValue(), 'anthropic');
+  assert.equal(await app.byTestId('auth').inputValue(), 'x_api_key');
+  const note = app.byTestId('provider-note');
+  assert.equal(await note.getAttribute('data-provider'), 'anthropic');
+  assert.match(await note.textContent(), /anthropic-dangerous-direct-browser-access/);
+  await select.selectOption('ollama');
+  assert.equal(await app.byTestId('base-url').inputValue(), 'http://localhost:11434/v1');
+  assert.equal(await app.byTestId('endpoint').inputValue(), 'chat');
+  assert.equal(await app.byTestId('auth').inputValue(), 'bearer');
+  assert.match(await note.textContent(), /OLLAMA_ORIGINS/);
+  await app.byTestId('lang-zh').click();
+  assert.match(await note.textContent(), /默认只允许/);
+  await app.byTestId('lang-en').click();
+  // A base URL typed by hand is no preset.
+  await app.fill('base-url', 'https://gateway.example.com/v1');
+  assert.equal(await select.inputValue(), 'custom');
+  assert.equal(await note.count(), 0);
+  await page.close();
+});

@@ -5,6 +5,7 @@
 //! - [`draft`]: the fields as signals (the checking is `tokenmeter_core::draft`'s);
 //! - [`advanced`]: the folded advanced settings;
 //! - [`key`]: the key field and the remembered-key hook;
+//! - [`provider`]: the provider chooser, which fills the endpoint's fields;
 //! - [`model`]: the model field and "Load models";
 //! - [`import`] and [`share`]: a config.json in, a plan link out.
 //!
@@ -18,6 +19,7 @@ mod key;
 mod locust;
 mod model;
 mod prompt_file;
+mod provider;
 mod share;
 mod targets;
 
@@ -38,8 +40,8 @@ use tokenmeter_core::{
 
 use self::{
     advanced::AdvancedFields, draft::DraftSignals, import::ImportConfig, key::KeyField,
-    locust::LocustExport, model::ModelField, prompt_file::PromptFileField, share::ShareLink,
-    targets::Targets,
+    locust::LocustExport, model::ModelField, prompt_file::PromptFileField, provider::ProviderField,
+    share::ShareLink, targets::Targets,
 };
 use crate::{
     language::{self, w, words, Words},
@@ -179,6 +181,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     view! {
         <section class="panel config" data-testid="config-panel" data-plan-link=move || plan_link.get() aria-labelledby="config-title">
             <h2 id="config-title">{words(w("Plan", "测试计划"))}</h2>
+            <ProviderField draft=draft running=running/>
             <Field label=w("Base URL", "接口地址（Base URL）") testid="base-url" value=draft.base_url kind="url" disabled=running>
                 <BaseUrlCheck base_url=draft.base_url/>
             </Field>

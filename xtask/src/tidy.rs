@@ -45,7 +45,10 @@ pub const CORE: Layering = Layering {
             ],
         ),
         ("the plan", &["plan"]),
-        ("one request, the plan as typed", &["record", "draft"]),
+        (
+            "one request, the plan as typed",
+            &["record", "draft", "provider"],
+        ),
         ("a level", &["summary"]),
         ("what is concluded", &["condition", "verdict", "search"]),
         ("a run's course", &["schedule"]),

@@ -33,6 +33,7 @@ pub mod locust;
 pub mod network;
 pub mod plan;
 pub mod prompts;
+pub mod provider;
 pub mod record;
 pub mod render;
 pub mod report;

@@ -1,0 +1,73 @@
+//! The provider chooser: a preset from `tokenmeter_core::provider` fills the base
+//! URL, the kind of API and how the key is sent, and says what the provider
+//! allows a page in a browser and what to set on a server of one's own. It never
+//! touches the key: a remembered key stays bound to the origin it was entered for.
+//! Hooks: `provider` (a `<select>`, `custom` or a preset's id) and
+//! `provider-note` (`data-provider`).
+
+use leptos::prelude::*;
+use tokenmeter_core::provider::{self, Provider, PROVIDERS};
+
+use super::draft::DraftSignals;
+use crate::language::{self, w, words};
+
+/// The option for a base URL typed by hand.
+const CUSTOM: &str = "custom";
+
+#[component]
+pub fn ProviderField(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
+    let lang = language::current();
+    // The preset the fields are: chosen here, or a plan's that matches one
+    // exactly (a link, an import); typing makes it custom again.
+    let chosen = Memo::new(move |_| {
+        provider::matching(
+            draft.base_url.get().trim_end_matches('/'),
+            draft.endpoint.get(),
+        )
+    });
+    let choose = move |id: String| {
+        let Some(p) = provider::provider(&id) else {
+            return;
+        };
+        let Provider {
+            base_url,
+            endpoint,
+            auth,
+            ..
+        } = *p;
+        draft.base_url.set(base_url.to_owned());
+        draft.endpoint.set(endpoint);
+        draft.auth.set(auth);
+    };
+    let note = move || {
+        chosen.get().map(|p| {
+            view! {
+                <p class="field-note" data-testid="provider-note" data-provider=p.id>
+                    {move || p.browser.text(lang.get())}
+                </p>
+            }
+        })
+    };
+    view! {
+        <label class="field">
+            <span class="field-label">{words(w("Provider or server", "服务商或推理服务"))}</span>
+            <select
+                data-testid="provider"
+                prop:value=move || chosen.get().map_or(CUSTOM, |p| p.id)
+                prop:disabled=move || running.get()
+                on:change=move |ev| choose(event_target_value(&ev))
+            >
+                <option value=CUSTOM selected=move || chosen.get().is_none()>
+                    {words(w("another (type its base URL)", "其他（请填写接口地址）"))}
+                </option>
+                {PROVIDERS
+                    .iter()
+                    .map(|p| {
+                        view! { <option value=p.id selected=move || chosen.get() == Some(p)>{p.name}</option> }
+                    })
+                    .collect_view()}
+            </select>
+            {note}
+        </label>
+    }
+}
