@@ -195,6 +195,23 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
                 disabled=running
             />
             <div class="field-row">
+                <Field
+                    label=w("Turns per conversation (1: single requests)", "每段对话的轮数（1：单个请求）")
+                    testid="turns"
+                    value=d.turns
+                    kind="number"
+                    disabled=running
+                    hint=w("Each turn sends the conversation so far, the model's real answers in it, and a message of its own.", "每一轮都会发送到目前为止的对话（包含模型真实的回答）和一条新的消息。")
+                />
+                <Field
+                    label=w("Think time between turns (ms)", "轮次之间的思考时间（毫秒）")
+                    testid="think-time"
+                    value=d.think_ms
+                    kind="number"
+                    disabled=Signal::derive(move || running.get() || d.turns.get().trim() == "1")
+                />
+            </div>
+            <div class="field-row">
                 <Check
                     label=w("Read the server's metrics (Prometheus /metrics) while the run goes", "运行期间读取服务端指标（Prometheus /metrics）")
                     testid="poll-metrics"

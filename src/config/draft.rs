@@ -120,6 +120,8 @@ pub struct DraftSignals {
     pub auth: RwSignal<AuthStyle>,
     pub temperature: RwSignal<String>,
     pub include_usage: RwSignal<bool>,
+    pub turns: RwSignal<String>,
+    pub think_ms: RwSignal<String>,
     pub poll_metrics: RwSignal<bool>,
     pub metrics_url: RwSignal<String>,
     pub extra_headers: RwSignal<String>,
@@ -165,6 +167,8 @@ impl DraftSignals {
             auth: RwSignal::default(),
             temperature: RwSignal::default(),
             include_usage: RwSignal::default(),
+            turns: RwSignal::default(),
+            think_ms: RwSignal::default(),
             poll_metrics: RwSignal::default(),
             metrics_url: RwSignal::default(),
             extra_headers: RwSignal::default(),
@@ -210,6 +214,8 @@ impl DraftSignals {
             auth: self.auth.get_untracked(),
             temperature: self.temperature.get_untracked(),
             include_usage: self.include_usage.get_untracked(),
+            turns: self.turns.get_untracked(),
+            think_ms: self.think_ms.get_untracked(),
             poll_metrics: self.poll_metrics.get_untracked(),
             metrics_url: self.metrics_url.get_untracked(),
             extra_headers: self.extra_headers.get_untracked(),
@@ -264,6 +270,8 @@ impl DraftSignals {
             auth,
             temperature,
             include_usage,
+            turns,
+            think_ms,
             poll_metrics,
             metrics_url,
             extra_headers,
@@ -302,6 +310,8 @@ impl DraftSignals {
         self.auth.set(auth);
         self.temperature.set(temperature);
         self.include_usage.set(include_usage);
+        self.turns.set(turns);
+        self.think_ms.set(think_ms);
         self.poll_metrics.set(poll_metrics);
         self.metrics_url.set(metrics_url);
         self.extra_headers.set(extra_headers);

@@ -38,6 +38,7 @@ pub struct Shared {
     frozen: RefCell<Vec<Option<LiveFigures>>>,
     load: RefCell<Vec<LevelLoad>>,
     next_id: Cell<u64>,
+    next_session: Cell<u64>,
     /// Records already handed to the page with a progress message.
     n_records_sent: Cell<usize>,
     finished: Cell<bool>,
@@ -86,6 +87,7 @@ impl Shared {
                     .collect(),
             ),
             next_id: Cell::new(0),
+            next_session: Cell::new(0),
             n_records_sent: Cell::new(0),
             finished: Cell::new(false),
             current_level: Cell::new(None),
@@ -130,6 +132,13 @@ impl Shared {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         id
+    }
+
+    /// The next conversation's number in the run.
+    pub fn next_session(&self) -> u64 {
+        let session = self.next_session.get();
+        self.next_session.set(session + 1);
+        session
     }
 
     /// Level `index` belongs to pass `repetition` of a repeated ladder and

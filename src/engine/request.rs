@@ -111,6 +111,39 @@ pub async fn send(
     cancel: &CancelToken,
     options: RecordOptions,
 ) -> (RequestRecord, SendCost) {
+    let body = target.body(start.id);
+    send_body(target, start, &body, clock, cancel, options).await
+}
+
+/// [`send`] with a body made by the caller (a conversation's turn, which holds
+/// the answers before it).
+pub async fn send_turn(
+    target: &Target,
+    start: RequestStart,
+    body: &str,
+    clock: &Clock,
+    cancel: &CancelToken,
+    options: RecordOptions,
+) -> (RequestRecord, SendCost) {
+    send_body(
+        target,
+        start,
+        &JsValue::from_str(body),
+        clock,
+        cancel,
+        options,
+    )
+    .await
+}
+
+async fn send_body(
+    target: &Target,
+    start: RequestStart,
+    body: &JsValue,
+    clock: &Clock,
+    cancel: &CancelToken,
+    options: RecordOptions,
+) -> (RequestRecord, SendCost) {
     let mut cost = SendCost::default();
     let asked_tokens = target.bodies.asked_tokens(start.id);
     let options = RecordOptions {
@@ -159,7 +192,7 @@ pub async fn send(
     };
     let init = RequestInit::new();
     init.set_method("POST");
-    init.set_body(&target.body(start.id));
+    init.set_body(body);
     init.set_signal(Some(&controller.signal()));
     init.set_headers(headers);
     let request = fetch(&target.url, &init);

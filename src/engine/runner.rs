@@ -25,7 +25,7 @@ use super::{
     },
     live::Shared,
     request::{send, Target},
-    schedule::Level,
+    schedule::{Conversing, Level},
 };
 use crate::protocol::FromWorker;
 
@@ -169,6 +169,13 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         )
     });
 
+    // Conversations make each turn's body from the answers before it.
+    let target_plans: Vec<Plan> = (0..plan.n_targets()).map(|i| plan.for_target(i)).collect();
+    let conversing = plan.conversation.map(|conversation| Conversing {
+        plans: &target_plans,
+        seed: plan.seed.unwrap_or_default(),
+        conversation,
+    });
     let run = Measuring {
         plan: &plan,
         targets: &targets,
@@ -176,8 +183,11 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         cancel: &cancel,
         options: RecordOptions {
             endpoint: plan.endpoint,
+            // A conversation goes on with the model's answers.
+            keep_text: conversing.is_some(),
             ..RecordOptions::default()
         },
+        conversing,
     };
     run.warm_up(schedule.warmup_concurrency()).await;
     let (conditions, engine_load) = run.levels(&mut schedule, &environment, &visibility).await;
@@ -272,6 +282,7 @@ struct Measuring<'a> {
     shared: &'a Rc<Shared>,
     cancel: &'a CancelToken,
     options: RecordOptions,
+    conversing: Option<Conversing<'a>>,
 }
 
 impl Measuring<'_> {
@@ -327,6 +338,7 @@ impl Measuring<'_> {
                 cancel: self.cancel,
                 options: self.options,
                 index: level.index,
+                conversing: self.conversing,
             };
             match &level.sending {
                 Sending::ClosedLoop { limit, duration_ms } => {

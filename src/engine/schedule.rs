@@ -11,13 +11,27 @@ use futures_util::{
     future::{join_all, select},
     StreamExt,
 };
-use tokenmeter_core::record::{RecordOptions, RequestStart};
+use serde_json::Value;
+use tokenmeter_core::{
+    plan::{Conversation, Plan},
+    record::{RecordOptions, RequestStart, Turn},
+};
 
 use super::{
     cancel::CancelToken,
     live::Shared,
-    request::{send, Target},
+    request::{send, send_turn, Target},
 };
+
+/// What a level of conversations needs beside its targets: each target's plan
+/// (their bodies are made turn by turn), the run's seed, and the conversation's
+/// shape.
+#[derive(Clone, Copy)]
+pub struct Conversing<'a> {
+    pub plans: &'a [Plan],
+    pub seed: u64,
+    pub conversation: Conversation,
+}
 
 /// What one level's scheduling needs.
 pub struct Level<'a> {
@@ -33,6 +47,8 @@ pub struct Level<'a> {
     pub options: RecordOptions,
     /// The level's index in the run.
     pub index: usize,
+    /// A plan of conversations: each lane holds one at a time.
+    pub conversing: Option<Conversing<'a>>,
 }
 
 impl Level<'_> {
@@ -41,6 +57,11 @@ impl Level<'_> {
     /// equal share per target, when interleaved) or `duration_ms` passed. Returns
     /// how many were sent.
     pub async fn closed_loop(&self, concurrency: u32, limit: u32, duration_ms: Option<f64>) -> u32 {
+        if let Some(conversing) = self.conversing {
+            return self
+                .conversations(conversing, concurrency, limit, duration_ms)
+                .await;
+        }
         let clock = &self.shared.clock;
         let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
         let n_targets = if self.interleave {
@@ -95,6 +116,104 @@ impl Level<'_> {
                 .await;
                 record.target = target as u32;
                 self.shared.record_done(Some(self.index), record, cost);
+            }
+        });
+        join_all(lanes).await;
+        sent.iter().map(Cell::get).sum()
+    }
+
+    /// `concurrency` lanes (per target, when interleaved), each holding one
+    /// conversation at a time: its turns one after another, each the conversation
+    /// so far with the model's real answers, `think_ms` after the answer before; a
+    /// turn that fails ends its conversation (the next has no answer to go on
+    /// from). Conversations start until they make `limit` requests (an equal share
+    /// per target, when interleaved) or `duration_ms` passed; one under way goes on
+    /// to its end, turn by turn, unless the time is up. Returns how many requests
+    /// were sent.
+    async fn conversations(
+        &self,
+        conversing: Conversing<'_>,
+        concurrency: u32,
+        limit: u32,
+        duration_ms: Option<f64>,
+    ) -> u32 {
+        let clock = &self.shared.clock;
+        let deadline_ms = duration_ms.map(|d| clock.now_ms() + d);
+        let over =
+            || self.cancel.is_cancelled() || deadline_ms.is_some_and(|d| clock.now_ms() >= d);
+        let n_targets = if self.interleave {
+            self.targets.len() as u32
+        } else {
+            1
+        };
+        let Conversing {
+            plans,
+            seed,
+            conversation,
+        } = conversing;
+        // Conversations started and requests sent, per target of this level.
+        let started: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
+        let sent: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
+        let (started, sent) = (&started, &sent);
+        let n_sessions = conversation.sessions_for(limit / n_targets);
+        let think = Duration::from_micros((conversation.think_ms * 1e3) as u64);
+        let lanes = (0..concurrency * n_targets).map(|lane| async move {
+            let slot = (lane % n_targets) as usize;
+            let target = if self.interleave { slot } else { self.target };
+            let plan = &plans[target.min(plans.len() - 1)];
+            if lane > 0 {
+                gloo_timers::future::sleep(Duration::ZERO).await;
+            }
+            while !over() && started[slot].get() < n_sessions {
+                started[slot].set(started[slot].get() + 1);
+                let session = self.shared.next_session();
+                let mut history: Vec<Value> = Vec::with_capacity(2 * conversation.turns as usize);
+                for index in 0..conversation.turns {
+                    if index > 0 {
+                        // The user reads the answer and types the next message.
+                        let pause = gloo_timers::future::sleep(think);
+                        let cancelled = self.cancel.cancelled();
+                        futures_util::pin_mut!(pause, cancelled);
+                        select(pause, cancelled).await;
+                    } else {
+                        gloo_timers::future::sleep(Duration::ZERO).await;
+                    }
+                    if over() {
+                        break;
+                    }
+                    let id = self.shared.next_id();
+                    let (body, message) = plan.turn_body(seed, session, index, id, &history);
+                    sent[slot].set(sent[slot].get() + 1);
+                    self.shared.level(self.index, |l| l.n_in_flight += 1);
+                    let now = clock.now_us();
+                    let start = RequestStart {
+                        id,
+                        concurrency,
+                        warmup: false,
+                        wanted_us: now,
+                        sent_us: now,
+                    };
+                    let (mut record, cost) = send_turn(
+                        &self.targets[target],
+                        start,
+                        &body,
+                        clock,
+                        self.cancel,
+                        self.options,
+                    )
+                    .await;
+                    record.target = target as u32;
+                    record.turn = Some(Turn { session, index });
+                    // The answer goes on in the conversation, not in the record.
+                    let answer = record.output_text.take().unwrap_or_default();
+                    let ok = record.is_ok();
+                    self.shared.record_done(Some(self.index), record, cost);
+                    if !ok {
+                        break;
+                    }
+                    history.push(message);
+                    history.push(serde_json::json!({"role": "assistant", "content": answer}));
+                }
             }
         });
         join_all(lanes).await;

@@ -9,6 +9,7 @@ use tokenmeter_core::{
     columns::{page_columns, TableKinds, LEVEL},
     diagnosis::diagnose,
     error::{Lang, Said},
+    render::{turns_table, TURN_HEADERS},
     report::{RunDocument, RunStatus},
     said,
     summary::{Distortion, Summary},
@@ -132,6 +133,7 @@ pub fn Finished(
                     </tbody>
                 </table>
             </div>
+            {turns_table(&document).map(|rows| view! { <TurnsTable rows=rows lang=lang/> })}
             {comparison}
             {measured_by.map(|(browser, timer)| view! {
                 <p class="muted small" data-testid="measured-by">
@@ -211,6 +213,42 @@ pub fn Finished(
                 </div>
             })}
             <Exports document=document.clone() lang=lang/>
+        </div>
+    }
+}
+
+/// A run of conversations, turn by turn: the first turn against the later ones
+/// is what the conversation's cache is worth. Hooks: `turns-table`, a `turn-row`
+/// per level and turn (`data-concurrency`, `data-turn`).
+#[component]
+fn TurnsTable(rows: Vec<(u32, u32, Vec<String>)>, lang: RwSignal<Lang>) -> impl IntoView {
+    const COLS: [&str; 8] = [
+        "concurrency",
+        "turn",
+        "n_ok",
+        "n_fail",
+        "ttft_p50",
+        "ttft_p95",
+        "input_tokens_mean",
+        "cached_input",
+    ];
+    view! {
+        <h3>{say(lang, "By turn of the conversations", "按对话轮次")}</h3>
+        <div class="table-scroll">
+            <table class="grid" data-testid="turns-table">
+                <thead>
+                    <tr>
+                        {TURN_HEADERS.iter().map(|h| view! { <th>{move || h.text(lang.get())}</th> }).collect_view()}
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows.into_iter().map(|(concurrency, turn, cells)| view! {
+                        <tr data-testid="turn-row" data-concurrency=concurrency data-turn=turn>
+                            {cells.into_iter().zip(COLS).map(|(cell, col)| view! { <td data-col=col>{cell}</td> }).collect_view()}
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
         </div>
     }
 }

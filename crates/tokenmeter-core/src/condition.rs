@@ -696,6 +696,8 @@ pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCo
     let reported: Vec<(u64, u64)> = records
         .iter()
         .filter(|r| !r.warmup && r.is_ok())
+        // A conversation's later turns read its earlier ones from the cache: asked for.
+        .filter(|r| r.turn.is_none_or(|t| t.index == 0))
         .filter_map(|r| {
             let prompt = r.usage.as_ref()?.prompt_tokens.filter(|&p| p > 0)?;
             Some((prompt, r.cached_prompt_tokens()?.min(prompt)))
@@ -1467,6 +1469,27 @@ mod tests {
             c.text(Lang::En)
         );
         assert!(c.text(Lang::Zh).contains("尽管每个请求的提示词都不同"));
+        // Conversations: later turns read the earlier ones from the cache, as
+        // asked; only first turns that hit it would be said.
+        let turns: Vec<RequestRecord> = (0..6)
+            .map(|i| {
+                let cached_tokens = if i % 3 == 0 { 0 } else { 600 };
+                let mut r = cached(i, 800, Some(cached_tokens), false);
+                r.turn = Some(crate::record::Turn {
+                    session: i / 3,
+                    index: (i % 3) as u32,
+                });
+                r
+            })
+            .collect();
+        assert_eq!(prompt_cache(PromptMode::Unique, &turns), None);
+        let mut first_hit = turns.clone();
+        first_hit[3] = cached(3, 800, Some(700), false);
+        first_hit[3].turn = Some(crate::record::Turn {
+            session: 1,
+            index: 0,
+        });
+        assert!(prompt_cache(PromptMode::Unique, &first_hit).is_some());
     }
 
     #[test]

@@ -15,8 +15,9 @@ use crate::{
     error::{Said, Words},
     plan::{
         is_secret_header, metrics_url_problem, no_prompt_file, normalize_base_url, parse_levels,
-        secret_header_problem, AbOrder, AuthStyle, Lengths, LoadMode, Plan, PromptMode, PromptSpec,
-        TargetSpec, MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
+        secret_header_problem, AbOrder, AuthStyle, Conversation, Lengths, LoadMode, Plan,
+        PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT,
+        UNIQUE_HEADER_TOKENS,
     },
     prompts::{Order, PromptFile},
     said,
@@ -69,6 +70,10 @@ pub struct PlanDraft {
     pub auth: AuthStyle,
     pub temperature: String,
     pub include_usage: bool,
+    /// Turns per conversation (1: single requests), and the think time between
+    /// them, ms.
+    pub turns: String,
+    pub think_ms: String,
     /// Read the server's metrics while the run goes, and where (empty for
     /// `{origin}/metrics` of the base URL).
     pub poll_metrics: bool,
@@ -217,6 +222,8 @@ pub enum DraftField {
     SloTpot,
     SloErrorRate,
     MetricsUrl,
+    Turns,
+    ThinkTime,
 }
 
 /// Why a draft is not a plan yet: one sentence a user can act on.
@@ -272,6 +279,8 @@ impl Default for PlanDraft {
             auth: AuthStyle::Bearer,
             temperature: String::new(),
             include_usage: true,
+            turns: "1".into(),
+            think_ms: "1000".into(),
             poll_metrics: true,
             metrics_url: String::new(),
             extra_headers: String::new(),
@@ -332,6 +341,13 @@ impl PlanDraft {
         self.auth = plan.auth;
         self.temperature = optional(plan.temperature);
         self.include_usage = plan.include_usage;
+        match plan.conversation {
+            Some(c) => {
+                self.turns = c.turns.to_string();
+                self.think_ms = c.think_ms.to_string();
+            }
+            None => self.turns = "1".into(),
+        }
         self.poll_metrics = plan.poll_metrics;
         self.metrics_url = plan.metrics_url.clone().unwrap_or_default();
         self.extra_headers = plan
@@ -471,6 +487,32 @@ impl PlanDraft {
         plan.endpoint = self.endpoint;
         plan.auth = self.auth;
         plan.include_usage = self.include_usage;
+        plan.conversation = match whole(&self.turns) {
+            Some(0 | 1) => None,
+            Some(turns) => match number(&self.think_ms) {
+                Some(think_ms) if think_ms >= 0.0 => Some(Conversation { turns, think_ms }),
+                _ => {
+                    problems.push(PlanProblem::at(
+                        F::ThinkTime,
+                        said!(
+                            "the think time between turns must be a number of ms, 0 or more",
+                            "轮次之间的思考时间必须是不小于 0 的毫秒数"
+                        ),
+                    ));
+                    None
+                }
+            },
+            None => {
+                problems.push(PlanProblem::at(
+                    F::Turns,
+                    said!(
+                        "turns per conversation must be a whole number (1 for single requests)",
+                        "每段对话的轮数必须是整数（1 表示单个请求）"
+                    ),
+                ));
+                None
+            }
+        };
         plan.poll_metrics = self.poll_metrics;
         plan.metrics_url = match self.metrics_url.trim() {
             "" => None,
@@ -937,6 +979,41 @@ mod tests {
                 seconds: 30.0
             },
             "the default duration, at the first level"
+        );
+    }
+
+    #[test]
+    fn conversations_as_typed() {
+        let base = Plan::default_for_simulator(BASE);
+        let mut draft = PlanDraft::from_plan(&base);
+        assert_eq!(
+            (draft.turns.as_str(), draft.think_ms.as_str()),
+            ("1", "1000")
+        );
+        assert_eq!(draft.to_plan(&base).unwrap().conversation, None);
+        draft.turns = "3".into();
+        draft.think_ms = "250".into();
+        let plan = draft.to_plan(&base).unwrap();
+        assert_eq!(
+            plan.conversation,
+            Some(Conversation {
+                turns: 3,
+                think_ms: 250.0
+            })
+        );
+        let again = PlanDraft::from_plan(&plan);
+        assert_eq!(
+            (again.turns.as_str(), again.think_ms.as_str()),
+            ("3", "250")
+        );
+        draft.turns = "three".into();
+        let problems = draft.to_plan(&base).unwrap_err();
+        assert_eq!(problems[0].field, Some(DraftField::Turns));
+        draft.turns = "3".into();
+        draft.think_ms = "-1".into();
+        assert_eq!(
+            draft.to_plan(&base).unwrap_err()[0].field,
+            Some(DraftField::ThinkTime)
         );
     }
 

@@ -117,6 +117,7 @@ impl RunDocument {
             write_chart(&mut out, lang, |look| chart::timeline(self, level, look));
         }
         self.html_table(&mut out, lang);
+        self.html_turns(&mut out, lang);
         let _ = write!(
             out,
             "<h2>{}</h2><div class=\"verdict\" data-testid=\"verdict\"><p>{}</p></div>",
@@ -259,6 +260,30 @@ impl RunDocument {
     }
 
     /// An A/B run's targets side by side: in words, over each other, per level.
+    /// A run of conversations, turn by turn (see [`crate::render::turns_table`]).
+    fn html_turns(&self, out: &mut String, lang: Lang) {
+        let Some(rows) = crate::render::turns_table(self) else {
+            return;
+        };
+        let _ = write!(
+            out,
+            "<h2>{}</h2><table data-testid=\"turns-table\"><thead><tr>",
+            say(lang, "By turn of the conversations", "按对话轮次")
+        );
+        for header in crate::render::TURN_HEADERS {
+            let _ = write!(out, "<th>{}</th>", escape(header.text(lang)));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for (_, _, cells) in rows {
+            out.push_str("<tr>");
+            for cell in cells {
+                let _ = write!(out, "<td>{}</td>", escape(&cell));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+    }
+
     fn html_ab(&self, out: &mut String, lang: Lang) {
         if self.ab.is_empty() {
             return;

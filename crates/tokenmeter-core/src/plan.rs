@@ -580,6 +580,38 @@ pub enum AuthStyle {
     XApiKey,
 }
 
+/// Conversations of several turns, as a chat's users have them: each of a level's
+/// lanes holds one conversation at a time; each turn sends the conversation so
+/// far (the user's messages and the model's real answers) and the next user
+/// message, `think_ms` after the answer before it ended. Each conversation's first
+/// message is its own (a header of its own, so conversations share no cache), and
+/// so is each later one; what a turn shares with the turns before it is the
+/// conversation itself, which a server's prompt cache holds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Requests per conversation (2 or more).
+    pub turns: u32,
+    /// Between an answer's end and the next turn's request, ms: the user reading
+    /// and typing.
+    #[serde(default)]
+    pub think_ms: f64,
+}
+
+/// The most turns a conversation may have.
+pub const MAX_TURNS: u32 = 64;
+/// The longest think time, ms (ten minutes).
+pub const MAX_THINK_MS: f64 = 600_000.0;
+/// Salts the headers of conversations' messages apart from requests' own.
+const TURN_SALT: u64 = 0x7075_726e_5f73_616c;
+
+impl Conversation {
+    /// The conversations that make `n_requests` requests (the last may be cut
+    /// short by the level's end, never by this count).
+    pub fn sessions_for(self, n_requests: u32) -> u32 {
+        n_requests.div_ceil(self.turns.max(1))
+    }
+}
+
 /// The Messages API version tokenmeter speaks (its `anthropic-version` header).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -658,6 +690,9 @@ pub struct Plan {
     pub warmup_requests: u32,
     /// Per-request timeout, seconds.
     pub timeout_s: f64,
+    /// Multi-turn conversations instead of single requests (see [`Conversation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
     /// Read the server's Prometheus metrics while the run goes (see
     /// [`Plan::metrics_url`]).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -801,6 +836,7 @@ impl Plan {
             ab_order: AbOrder::Levels,
             warmup_requests: 1,
             timeout_s: 60.0,
+            conversation: None,
             poll_metrics: true,
             metrics_url: None,
             slo: Slo {
@@ -925,6 +961,56 @@ impl Plan {
         }
     }
 
+    /// Why conversations cannot run with the rest of this plan, if they cannot.
+    fn conversation_problems(&self, conversation: Conversation) -> Vec<Said> {
+        let mut problems = Vec::new();
+        if !(2..=MAX_TURNS).contains(&conversation.turns) {
+            problems.push(said!(
+                "a conversation has 2 to {MAX_TURNS} turns (1 is a single request: leave conversations off)",
+                "一段对话有 2 到 {MAX_TURNS} 轮（1 轮就是单个请求：请关闭多轮对话）",
+            ));
+        }
+        if !(conversation.think_ms.is_finite()
+            && (0.0..=MAX_THINK_MS).contains(&conversation.think_ms))
+        {
+            problems.push(said!(
+                "the think time between turns must be 0 to {MAX_THINK_MS} ms",
+                "轮次之间的思考时间必须在 0 到 {MAX_THINK_MS} 毫秒之间",
+            ));
+        }
+        if self.endpoint == EndpointKind::Completions {
+            problems.push(said!(
+                "a conversation is a chat's messages: choose the chat, responses or anthropic endpoint",
+                "多轮对话由聊天消息组成：请选择 chat、responses 或 anthropic 接口",
+            ));
+        }
+        if !matches!(
+            self.prompt_mode,
+            PromptMode::Unique | PromptMode::SharedPrefix
+        ) {
+            problems.push(said!(
+                "conversations make each message of their own: choose each request its own prompt, or a shared prefix",
+                "多轮对话的每条消息都各不相同：请选择“每个请求各不相同”或“共享前缀”",
+            ));
+        }
+        if self.input_lengths.is_some() {
+            problems.push(said!(
+                "conversations grow by their answers: give the prompt one length (input lengths drawn per request are for single requests)",
+                "多轮对话会随回答变长：请让提示词使用固定长度（按请求抽取的输入长度只用于单个请求）",
+            ));
+        }
+        if !matches!(
+            self.load,
+            LoadMode::Ladder { .. } | LoadMode::Duration { .. }
+        ) {
+            problems.push(said!(
+                "conversations run in the ladder or fixed-duration modes: each lane holds one conversation at a time",
+                "多轮对话只能在阶梯或固定时长模式下运行：每个并发通道同时只进行一段对话",
+            ));
+        }
+        problems
+    }
+
     /// The output length request `request_id` asks for (its `max_tokens`).
     pub fn asked_output_tokens(&self, seed: u64, request_id: u64) -> u32 {
         self.output_lengths
@@ -958,6 +1044,51 @@ impl Plan {
         spec
     }
 
+    /// The user's message of `turn` (0: the first) of conversation `session` in
+    /// a run with `seed`: a header of its own, then the plan's prompt (the first
+    /// turn's after its group's shared prefix, in that mode).
+    pub fn turn_prompt(&self, seed: u64, session: u64, turn: u32) -> String {
+        let key = session
+            .saturating_mul(u64::from(MAX_TURNS))
+            .saturating_add(u64::from(turn));
+        let header = unique_header(seed ^ TURN_SALT, key);
+        let prefix = match self.prompt_mode {
+            PromptMode::SharedPrefix if turn == 0 => {
+                let groups = u64::from(self.prefix_groups.clamp(1, MAX_PREFIX_GROUPS));
+                shared_prefix(seed, (session % groups) as u32, self.prefix_tokens)
+            }
+            _ => String::new(),
+        };
+        format!("{prefix}{header}{}", self.prompt_text())
+    }
+
+    /// The body of request `request_id`, turn `turn` of conversation `session`:
+    /// the conversation so far (`history`: the user's messages and the model's
+    /// answers, in order) then the turn's own message, which is returned too (the
+    /// conversation goes on with it).
+    pub fn turn_body(
+        &self,
+        seed: u64,
+        session: u64,
+        turn: u32,
+        request_id: u64,
+        history: &[Value],
+    ) -> (String, Value) {
+        let message =
+            serde_json::json!({"role": "user", "content": self.turn_prompt(seed, session, turn)});
+        let mut messages = Vec::with_capacity(history.len() + 1);
+        messages.extend_from_slice(history);
+        messages.push(message.clone());
+        let mut spec = BodySpec {
+            max_tokens: self.asked_output_tokens(seed, request_id),
+            messages: Some(messages),
+            ..self.body_spec()
+        };
+        spec.extra = self.extra_body.clone();
+        self.force(&mut spec);
+        (request_body(&spec).to_string(), message)
+    }
+
     /// Checks the plan; every problem is one sentence a user can act on.
     pub fn validate(&self) -> Result<(), Vec<Said>> {
         let mut problems = Vec::new();
@@ -971,6 +1102,9 @@ impl Plan {
         }
         if let Some(problem) = self.metrics_url.as_deref().and_then(metrics_url_problem) {
             problems.push(problem);
+        }
+        if let Some(conversation) = self.conversation {
+            problems.extend(self.conversation_problems(conversation));
         }
         if self.force_output_lengths && !self.endpoint.is_openai_chunks() {
             let kind = self.endpoint.name();
@@ -1554,6 +1688,7 @@ pub fn import_config(json: &str) -> Result<Imported, Said> {
         ab_order: AbOrder::Levels,
         warmup_requests: 0,
         timeout_s: config.timeout,
+        conversation: None,
         poll_metrics: true,
         metrics_url: None,
         slo: Slo::default(),
@@ -1609,6 +1744,123 @@ mod tests {
         };
         assert!(error(r#"{"mode":"ladder","levels":[1]}"#).contains("requests_per_level"));
         assert!(error(r#"{"mode":"soak"}"#).contains("soak"));
+    }
+
+    #[test]
+    fn a_conversation_s_turns_send_what_was_said_so_far_and_a_message_of_their_own() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.conversation = Some(Conversation {
+            turns: 3,
+            think_ms: 500.0,
+        });
+        assert!(plan.validate().is_ok());
+        let (first, said) = plan.turn_body(7, 4, 0, 20, &[]);
+        let first: Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(first["messages"].as_array().unwrap().len(), 1);
+        assert_eq!(first["messages"][0], said);
+        let history = vec![
+            said.clone(),
+            serde_json::json!({"role": "assistant", "content": "答一"}),
+        ];
+        let (second, asked) = plan.turn_body(7, 4, 1, 21, &history);
+        let second: Value = serde_json::from_str(&second).unwrap();
+        let messages = second["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[..2], history[..]);
+        assert_eq!(messages[2], asked);
+        // Every message its own: across turns, conversations and runs.
+        let text = |seed, session, turn| plan.turn_prompt(seed, session, turn);
+        assert_ne!(text(7, 4, 0), text(7, 4, 1));
+        assert_ne!(text(7, 4, 0), text(7, 5, 0));
+        assert_ne!(text(7, 4, 0), text(8, 4, 0));
+        assert_eq!(text(7, 4, 1), text(7, 4, 1), "reproducible from the seed");
+        assert!(text(7, 4, 0).ends_with(&plan.prompt_text()));
+        // A shared prefix leads a conversation's first message only.
+        plan.prompt_mode = PromptMode::SharedPrefix;
+        plan.prefix_tokens = 200;
+        assert!(plan
+            .turn_prompt(7, 4, 0)
+            .starts_with(&shared_prefix(7, 0, 200)));
+        assert!(!plan
+            .turn_prompt(7, 4, 1)
+            .starts_with(&shared_prefix(7, 0, 200)));
+        assert_eq!(
+            Conversation {
+                turns: 3,
+                think_ms: 0.0
+            }
+            .sessions_for(8),
+            3
+        );
+    }
+
+    #[test]
+    fn conversations_are_refused_where_they_cannot_run() {
+        let base = {
+            let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+            plan.conversation = Some(Conversation {
+                turns: 3,
+                think_ms: 0.0,
+            });
+            plan
+        };
+        let refused = |change: &dyn Fn(&mut Plan), needle: &str| {
+            let mut plan = base.clone();
+            change(&mut plan);
+            let problems = plan.validate().unwrap_err();
+            assert!(
+                problems.iter().any(|p| p.en.contains(needle)),
+                "{needle}: {problems:?}"
+            );
+            assert!(problems.iter().all(|p| !p.zh.is_empty()));
+        };
+        refused(
+            &|p| p.conversation.as_mut().unwrap().turns = 1,
+            "2 to 64 turns",
+        );
+        refused(
+            &|p| p.conversation.as_mut().unwrap().think_ms = f64::NAN,
+            "think time",
+        );
+        refused(
+            &|p| p.endpoint = EndpointKind::Completions,
+            "a chat's messages",
+        );
+        refused(
+            &|p| p.prompt_mode = PromptMode::Same,
+            "each message of their own",
+        );
+        refused(
+            &|p| {
+                p.input_lengths = Some(Lengths {
+                    min: 10,
+                    max: 20,
+                    mean: None,
+                    stdev: None,
+                })
+            },
+            "one length",
+        );
+        refused(
+            &|p| {
+                p.load = LoadMode::Arrivals {
+                    rate_rps: 1.0,
+                    poisson: false,
+                    n_requests: 3,
+                    seed: 1,
+                }
+            },
+            "ladder or fixed-duration",
+        );
+        for kind in [
+            EndpointKind::Chat,
+            EndpointKind::Responses,
+            EndpointKind::Anthropic,
+        ] {
+            let mut plan = base.clone();
+            plan.endpoint = kind;
+            assert!(plan.validate().is_ok(), "{kind:?}");
+        }
     }
 
     #[test]

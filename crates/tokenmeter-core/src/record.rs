@@ -157,6 +157,9 @@ pub struct RequestRecord {
     /// The output length it asked for (its `max_tokens`), when the client said.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub asked_tokens: Option<u32>,
+    /// Which turn of which conversation it was, in a plan of conversations.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub turn: Option<Turn>,
 }
 
 impl RequestRecord {
@@ -430,6 +433,15 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
 }
 
+/// A request's place in a conversation (see [`crate::plan::Conversation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The conversation, numbered in the run from 0.
+    pub session: u64,
+    /// The turn, 0 for the first.
+    pub index: u32,
+}
+
 /// Options of a [`RecordBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordOptions {
@@ -651,6 +663,7 @@ impl RecordBuilder {
             browser: None,
             server_timings: self.server_timings,
             asked_tokens: None,
+            turn: None,
         }
     }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::{
     ab,
     columns::{self, csv_number},
-    error::Lang,
+    error::{Lang, Words},
     report::{RunDocument, RunStatus},
 };
 
@@ -20,6 +20,72 @@ pub fn levels_csv(document: &RunDocument) -> String {
         push_csv_row(&mut out, row);
     }
     out
+}
+
+/// The headers of [`turns_table`], in both languages.
+pub const TURN_HEADERS: [Words; 8] = [
+    Words {
+        en: "concurrency",
+        zh: "并发",
+    },
+    Words {
+        en: "turn",
+        zh: "轮次",
+    },
+    Words {
+        en: "n_ok",
+        zh: "成功",
+    },
+    Words {
+        en: "n_fail",
+        zh: "失败",
+    },
+    Words {
+        en: "TTFT p50",
+        zh: "TTFT p50",
+    },
+    Words {
+        en: "TTFT p95",
+        zh: "TTFT p95",
+    },
+    Words {
+        en: "input tokens",
+        zh: "输入 token",
+    },
+    Words {
+        en: "cached input",
+        zh: "缓存命中输入",
+    },
+];
+
+/// A run of conversations by level and turn: one row each, `(concurrency, turn,
+/// cells)` with the cells of [`TURN_HEADERS`] (times in ms); `None` for a run of
+/// single requests.
+pub fn turns_table(document: &RunDocument) -> Option<Vec<(u32, u32, Vec<String>)>> {
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"));
+    let rows: Vec<(u32, u32, Vec<String>)> = document
+        .levels
+        .iter()
+        .flat_map(|level| {
+            let concurrency = level.concurrency.unwrap_or_default();
+            level.turns.iter().map(move |t| {
+                let cells = vec![
+                    concurrency.to_string(),
+                    t.turn.to_string(),
+                    t.n_ok.to_string(),
+                    t.n_fail.to_string(),
+                    ms(t.ttft_p50_ms),
+                    ms(t.ttft_p95_ms),
+                    t.input_tokens_mean
+                        .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}")),
+                    t.cached_input_pct
+                        .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%")),
+                ];
+                (concurrency, t.turn, cells)
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then_some(rows)
 }
 
 /// One row per request.

@@ -18,7 +18,7 @@ use crate::{
     record::RequestRecord,
     search::{self, SearchOutcome},
     server_metrics::{self, ServerMetrics},
-    summary::{Distortion, LevelStats, PassFigures, Summary},
+    summary::{Distortion, LevelStats, PassFigures, Summary, TurnFigures},
     vecmap::VecMap,
     verdict::{analyse, Sentence, Verdict},
 };
@@ -292,6 +292,25 @@ impl RunDocument {
                     .collect();
             }
         }
+        // Conversations: each level's turns apart.
+        let mut by_turn: VecMap<(u32, u32), LevelStats> = VecMap::new();
+        for record in records.iter().filter(|r| !r.warmup) {
+            if let Some(turn) = record.turn {
+                by_turn
+                    .entry_or_insert_with((record.concurrency, turn.index), || {
+                        LevelStats::for_engine(record.concurrency, engine)
+                    })
+                    .add(record);
+            }
+        }
+        for level in &mut levels {
+            let Some(c) = level.concurrency else { continue };
+            level.turns = by_turn
+                .iter()
+                .filter(|((level, _), _)| *level == c)
+                .map(|(&(_, index), stats)| TurnFigures::of(index + 1, &stats.summary(&plan.slo)))
+                .collect();
+        }
         let verdict = analyse(&levels, &plan.slo, &plan.analysis);
         let mut environment = environment;
         environment
@@ -551,6 +570,45 @@ mod tests {
             Environment::default(),
             records,
         )
+    }
+
+    #[test]
+    fn a_conversation_s_turns_are_figured_apart_per_level() {
+        let mut records = Vec::new();
+        for (i, (concurrency, session, index, ttft_gap)) in [
+            (1, 0, 0, 10_000),
+            (1, 0, 1, 10_000),
+            (1, 1, 0, 10_000),
+            (1, 1, 1, 10_000),
+            (2, 2, 0, 20_000),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = record(i as u64, concurrency, i as u64 * 1_000_000, 4, ttft_gap);
+            r.turn = Some(crate::record::Turn { session, index });
+            records.push(r);
+        }
+        let doc = built("http://127.0.0.1:8000/v1", records);
+        let turns: Vec<(u32, u64)> = doc.levels[0]
+            .turns
+            .iter()
+            .map(|t| (t.turn, t.n_ok))
+            .collect();
+        assert_eq!(turns, [(1, 2), (2, 2)]);
+        assert_eq!(doc.levels[1].turns.len(), 1);
+        assert_eq!(doc.levels[0].turns[0].ttft_p50_ms, Some(100.0));
+        // A run of single requests has none.
+        assert!(document().levels.iter().all(|l| l.turns.is_empty()));
+        let back = RunDocument::from_json(&doc.to_json()).unwrap();
+        assert_eq!(back.levels[0].turns, doc.levels[0].turns);
+        assert_eq!(
+            back.records[1].turn,
+            Some(crate::record::Turn {
+                session: 0,
+                index: 1
+            })
+        );
     }
 
     #[test]

@@ -364,6 +364,7 @@ impl LevelStats {
             n_good: slo.is_set().then_some(n_good),
             goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
             repetitions: Vec::new(),
+            turns: Vec::new(),
             server: None,
         }
     }
@@ -600,6 +601,10 @@ pub struct Summary {
     /// spread between them is the noise floor of this level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<PassFigures>,
+    /// Each turn's figures in a run of conversations (empty otherwise): the first
+    /// turn against the later ones is what the conversation's cache is worth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnFigures>,
     /// What the server reported while this level ran (its `/metrics`), where the
     /// page could read them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -626,6 +631,35 @@ impl PassFigures {
             ttft_p95_ms: s.ttft_ms.map(|d| d.p95),
             tpot_p50_ms: s.tpot_ms.map(|d| d.p50),
             output_tps: s.output_tps,
+        }
+    }
+}
+
+/// One turn of a level's conversations.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnFigures {
+    /// 1 for the first turn.
+    pub turn: u32,
+    pub n_ok: u64,
+    pub n_fail: u64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    /// Input tokens as the server counted them, mean: the conversation so far.
+    pub input_tokens_mean: Option<f64>,
+    /// The share of them read from the prompt cache, percent.
+    pub cached_input_pct: Option<f64>,
+}
+
+impl TurnFigures {
+    pub fn of(turn: u32, s: &Summary) -> TurnFigures {
+        TurnFigures {
+            turn,
+            n_ok: s.n_ok,
+            n_fail: s.n_fail,
+            ttft_p50_ms: s.ttft_ms.map(|d| d.p50),
+            ttft_p95_ms: s.ttft_ms.map(|d| d.p95),
+            input_tokens_mean: s.input_tokens.map(|d| d.mean),
+            cached_input_pct: s.cached_input_pct,
         }
     }
 }
@@ -903,6 +937,7 @@ mod tests {
             browser: None,
             server_timings: None,
             asked_tokens: None,
+            turn: None,
         }
     }
 

@@ -140,6 +140,7 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
             browser: None,
             server_timings: None,
             asked_tokens: None,
+            turn: None,
         });
     }
     let max_tokens = output_lens

@@ -164,6 +164,12 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, Said> {
             "来自文件的提示词目前只能在浏览器中运行：要在 Locust 上运行，请选择“每个请求各自的提示词”或“共享前缀”",
         ));
     }
+    if plan.conversation.is_some() {
+        return Err(said!(
+            "conversations run in the browser only for now: to run on Locust, set turns per conversation to 1",
+            "多轮对话目前只能在浏览器中运行：要在 Locust 上运行，请把每段对话的轮数设为 1",
+        ));
+    }
     if !plan.targets.is_empty() {
         return Err(said!(
             "an A/B plan runs in the browser only: to run on Locust, export each target's plan on its own",
@@ -545,6 +551,7 @@ fn record(id: u64, line: &Line, origin_wall_us: i64) -> RequestRecord {
         browser: None,
         server_timings: line.server_timings,
         asked_tokens: None,
+        turn: None,
     }
 }
 
