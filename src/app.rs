@@ -2,7 +2,7 @@
 //! wiring between them (a finished run goes to history before it is shown).
 
 use leptos::prelude::*;
-use tokenmeter_core::{error::Lang, plan::Plan};
+use tokenmeter_core::{error::Lang, plan::Plan, said};
 
 use crate::{
     config::ConfigPanel,
@@ -55,6 +55,7 @@ pub fn App() -> impl IntoView {
             </p>
             <LanguageSwitch lang=lang/>
         </header>
+        <SharedRun run=run history=history/>
         <main class="layout">
             <ConfigPanel plan=plan run=run/>
             <ResultsPanel run=run history=history lang=lang/>
@@ -66,6 +67,93 @@ pub fn App() -> impl IntoView {
                 "请求由 Web Worker 在页面主线程之外发送和计时；统计量在你的浏览器中由全部样本算出。API 密钥只随发往你的接口的请求离开本页。",
             ))}</span>
         </footer>
+    }
+}
+
+/// What a page opened with a run's link (`#run=…`, see `tokenmeter_core::share`)
+/// shows: the run, read-only, in the results area, and a line saying so, with
+/// "Keep in history" (a shared run is not kept unless asked); or why the link
+/// holds no run. Hooks: `shared-run` (`data-state`: `reading`, `shown`, `kept`,
+/// `refused`), `shared-run-keep`, `shared-run-error`.
+#[component]
+fn SharedRun(run: RunController, history: History) -> impl IntoView {
+    let fragment = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .and_then(|hash| hash.strip_prefix('#').map(str::to_owned))
+        .filter(|f| f.starts_with(tokenmeter_core::share::FRAGMENT));
+    let fragment = fragment?;
+    let lang = language::current();
+    let state = RwSignal::new(SharedState::Reading);
+    leptos::task::spawn_local(async move {
+        let read = async {
+            let json = crate::pieces::run_json_of_link(fragment)
+                .await
+                .map_err(|missing| missing.said())??;
+            let read = crate::pieces::read_documents(vec![json])
+                .await
+                .map_err(|missing| missing.said())?;
+            read.into_iter().next().flatten().ok_or_else(|| {
+                said!(
+                    "this link's run cannot be read: it was made by another version of tokenmeter, or changed on its way",
+                    "这个链接中的运行结果无法读取：它由另一版本的 tokenmeter 生成，或在传递中被改动了",
+                )
+            })
+        };
+        match read.await {
+            Ok(document) => {
+                let document = std::sync::Arc::new(document);
+                run.show(document.clone());
+                state.set(SharedState::Shown(document));
+            }
+            Err(why) => state.set(SharedState::Refused(why)),
+        }
+    });
+    Some(view! {
+        <div class="callout shared-run" data-testid="shared-run" data-state=move || state.with(SharedState::name)>
+            {move || match state.get() {
+                SharedState::Reading => view! { <span>{words(w("Reading the run this link holds…", "正在读取链接中的运行结果…"))}</span> }.into_any(),
+                SharedState::Shown(document) => {
+                    let (run_id, started_at) = (document.run_id.clone(), document.started_at.clone());
+                    view! {
+                        <span>
+                            {move || if lang.get() == Lang::Zh {
+                                format!("这是通过链接分享的运行结果 {run_id}（{started_at}）：只读，不含逐请求记录，不在你的历史记录中。")
+                            } else {
+                                format!("A run shared as a link, {run_id} ({started_at}): read-only, without its per-request records, and not in your history.")
+                            }}
+                        </span>
+                        <button data-testid="shared-run-keep" on:click=move |_| {
+                            history.keep(document.clone());
+                            state.set(SharedState::Kept);
+                        }>{words(w("Keep in history", "保存到历史记录"))}</button>
+                    }.into_any()
+                }
+                SharedState::Kept => view! { <span>{words(w("Kept in history.", "已保存到历史记录。"))}</span> }.into_any(),
+                SharedState::Refused(why) => view! {
+                    <span class="field-error" data-testid="shared-run-error">{move || why.text(lang.get()).to_owned()}</span>
+                }.into_any(),
+            }}
+        </div>
+    })
+}
+
+/// Where a shared run's link is.
+#[derive(Clone)]
+enum SharedState {
+    Reading,
+    Shown(std::sync::Arc<tokenmeter_core::report::RunDocument>),
+    Kept,
+    Refused(tokenmeter_core::error::Said),
+}
+
+impl SharedState {
+    fn name(&self) -> &'static str {
+        match self {
+            SharedState::Reading => "reading",
+            SharedState::Shown(_) => "shown",
+            SharedState::Kept => "kept",
+            SharedState::Refused(_) => "refused",
+        }
     }
 }
 

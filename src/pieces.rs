@@ -14,6 +14,7 @@
 //! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
 //! | `imports` | `history/panel.rs`: other tools' results read | on the first import |
 //! | `locust` | `config/locust.rs`: the plan as a locustfile | on the first Locust export |
+//! | `share` | here: a finished run as a link, and a link's run | on the first share, or when the page opens with a run's link |
 //!
 //! A view's piece is declared where its code is (the split moves the function's
 //! body and all it alone reaches); the `keep` and `read` pieces serve `run`,
@@ -28,9 +29,11 @@ use std::{future::Future, sync::Arc};
 
 use futures_util::{future::LocalBoxFuture, FutureExt};
 use tokenmeter_core::{
+    error::Said,
     plan::Plan,
     record::RequestRecord,
     report::{Environment, RunDocument, RunStatus},
+    said, share,
 };
 
 use crate::{protocol::FromWorker, PieceMissing};
@@ -88,6 +91,32 @@ split_off! { read:
             .iter()
             .map(|json| RunDocument::from_json(json).ok())
             .collect()
+    }
+}
+
+split_off! { share:
+    /// A link to this page (`page`, without its fragment) that opens `document`
+    /// read-only (see `tokenmeter_core::share`), or why it would be too long for
+    /// one. Compressing is for the rare share: fetched on the first.
+    pub fn run_link(document: Arc<RunDocument>, page: String) -> Result<String, Said> {
+        let fragment = share::fragment(&document);
+        if fragment.len() > share::MAX_LINK_CHARS {
+            let kib = fragment.len().div_ceil(1024);
+            let max_kib = share::MAX_LINK_CHARS / 1024;
+            return Err(said!(
+                "this run's link would be {kib} KiB, more than the {max_kib} KiB a link carries safely: export the run document (JSON) and send the file instead",
+                "这个运行结果的链接将有 {kib} KiB，超过了链接能可靠承载的 {max_kib} KiB：请导出运行文档（JSON）并发送文件",
+            ));
+        }
+        Ok(format!("{page}#{fragment}"))
+    }
+}
+
+split_off! { share:
+    /// The run document's JSON a shared run's fragment holds, or why it holds
+    /// none; the document is read by the `read` piece, as every kept run is.
+    pub fn run_json_of_link(fragment: String) -> Result<String, Said> {
+        share::document_json(&fragment)
     }
 }
 

@@ -69,6 +69,10 @@ test('a first visit fetches no piece; a run fetches the engine (in the worker on
   await app.byTestId('history-import').click();
   await app.byTestId('history-import-error').waitFor();
   assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'keep', 'live', 'read']);
+  // A run shared as a link: its compressor is a piece of its own.
+  await app.byTestId('export-share-link').click();
+  await app.byTestId('shared-run-url').waitFor();
+  assert.deepEqual(pieces(site.requests), ['engine', 'exports', 'finished', 'imports', 'keep', 'live', 'read', 'share']);
 
   // The next visit finds a kept run: it fetches the reader of kept runs, nothing else.
   await app.byTestId('share-link').click();

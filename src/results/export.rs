@@ -15,6 +15,7 @@ use tokenmeter_core::{
 use crate::{
     files::download,
     language::{w, Words},
+    pieces::run_link,
 };
 
 /// What each export button writes.
@@ -45,6 +46,7 @@ split_off! { exports:
 pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
     // Each button renders its file when clicked, from the one shared document.
     let problem = RwSignal::new(None::<Said>);
+    let shared = document.clone();
     let button = move |testid: &'static str,
                        text: Words,
                        suffix: &'static str,
@@ -78,7 +80,62 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
             {button("export-requests-csv", w("Requests CSV", "请求 CSV"), "-requests.csv", "text/csv", Export::RequestsCsv)}
             {button("export-md", w("Markdown", "Markdown"), ".md", "text/markdown", Export::Markdown)}
             {button("export-html", w("HTML report", "HTML 报告"), ".html", "text/html", Export::Html)}
+            <ShareRun document=shared lang=lang/>
             {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p.text(lang.get()).to_owned()}</p> })}
         </div>
+    }
+}
+
+/// "Share as a link": the run's figures, verdict and notes in the link's
+/// fragment (never the records, the key or the prompts), shown with its length,
+/// and copied where the browser allows; a run too large for a link says so.
+/// Hooks: `export-share-link`, `shared-run-url` (`data-chars`), `shared-run-error`.
+#[component]
+fn ShareRun(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
+    let made = RwSignal::new(None::<Result<String, Said>>);
+    let on_share = move |_| {
+        let document = document.clone();
+        let page = web_sys::window()
+            .and_then(|w| w.location().href().ok())
+            .map(|href| href.split('#').next().unwrap_or_default().to_owned())
+            .unwrap_or_default();
+        leptos::task::spawn_local(async move {
+            let link = match run_link(document, page).await {
+                Ok(link) => link,
+                Err(missing) => Err(missing.said()),
+            };
+            if let (Ok(link), Some(window)) = (&link, web_sys::window()) {
+                let copied = window.navigator().clipboard().write_text(link);
+                // A refusal (no permission, no focus) is fine: the link is shown too.
+                let _ = wasm_bindgen_futures::JsFuture::from(copied).await;
+            }
+            made.try_set(Some(link));
+        });
+    };
+    view! {
+        <button data-testid="export-share-link" on:click=on_share>
+            {move || w("Share as a link", "分享为链接").text(lang.get())}
+        </button>
+        {move || made.get().map(|made| match made {
+            Ok(link) => {
+                let chars = link.len();
+                view! {
+                    <div class="share">
+                        <input class="share-url" data-testid="shared-run-url" data-chars=chars readonly prop:value=link/>
+                        <p class="field-note">{move || {
+                            let kib = chars.div_ceil(1024);
+                            if lang.get() == Lang::Zh {
+                                format!("链接长 {kib} KiB，包含各档数据、结论和说明，不含逐请求记录、提示词和密钥；这些内容都在链接的 # 之后，浏览器从不把它发送给服务器。")
+                            } else {
+                                format!("The link is {kib} KiB: the levels' figures, the verdict and the notes, without the per-request records, the prompts or the key, all after the link's #, which browsers never send to a server.")
+                            }
+                        }}</p>
+                    </div>
+                }.into_any()
+            }
+            Err(why) => view! {
+                <p class="field-error" data-testid="shared-run-error">{move || why.text(lang.get()).to_owned()}</p>
+            }.into_any(),
+        })}
     }
 }

@@ -58,7 +58,7 @@ pub const CORE: Layering = Layering {
             "analyses of a document",
             &["ab", "compare", "diagnosis", "headline", "columns"],
         ),
-        ("renderings", &["render", "chart"]),
+        ("renderings", &["render", "chart", "share"]),
         ("the HTML report", &["html"]),
         ("other tools' formats", &["locust", "vllm"]),
     ],

@@ -40,6 +40,7 @@ pub mod report;
 pub mod schedule;
 pub mod search;
 pub mod server_metrics;
+pub mod share;
 pub mod sse;
 pub mod stats;
 pub mod stream;
