@@ -179,6 +179,11 @@ pub enum NoResponseCause {
     Unreachable,
     /// A cross-origin isolated page cannot probe without CORS: one of the two.
     CorsOrUnreachable,
+    /// A page on the public internet calling an address on this machine or a
+    /// private network: browsers guard those (Private Network Access; Chrome 141
+    /// and later ask the user's permission, Local Network Access), and the server
+    /// must allow it on its preflight.
+    PrivateNetwork,
 }
 
 /// What interrupted a run (see [`RunCondition::Interrupted`]).
@@ -756,6 +761,8 @@ fn no_response_text(n: u64, cause: NoResponseCause, origin: &str, zh: bool) -> S
         (NoResponseCause::Unreachable, false) => format!("{n} requests got no response: the host did not answer at all, not even a request without CORS; check the base URL, that the server runs and listens on that address and port, any firewall between, and for https:// a certificate this browser trusts (open the base URL in a tab once to see)"),
         (NoResponseCause::Unreachable, true) => format!("{n} 个请求没有得到响应：主机完全没有应答，连不带 CORS 的请求也没有；请检查 Base URL、服务是否在该地址和端口上运行、中间的防火墙，以及 https:// 时浏览器是否信任其证书（在新标签页打开一次 Base URL 即可看到）"),
         (NoResponseCause::CorsOrUnreachable, false) => format!("{n} requests got no response: either the server does not allow this page's origin ({origin}) by CORS, or it is not reachable; this page is cross-origin isolated, so it cannot probe which. Open the base URL's /models in a tab: if it answers, allow the origin on the server (vLLM `--allowed-origins`, Ollama `OLLAMA_ORIGINS`, llama.cpp `--cors-origins`, LiteLLM `LITELLM_CORS_ORIGINS`, or Access-Control-Allow-Origin in the proxy in front)"),
+        (NoResponseCause::PrivateNetwork, false) => format!("{n} requests got no response: this page is on the public internet ({origin}) and the endpoint is on this machine or a private network, which browsers guard (Private Network Access: Chrome 141 and later ask your permission to reach devices on your local network). Allow it when the browser asks, and have the server answer the CORS preflight with `Access-Control-Allow-Private-Network: true` besides its other CORS headers; or open tokenmeter from this machine instead (`cargo xtask serve`, or `trunk serve` beside the server), or reach the server by a public HTTPS address (a TLS proxy in front of it)"),
+        (NoResponseCause::PrivateNetwork, true) => format!("{n} 个请求没有得到响应：本页面位于公网（{origin}），而端点在本机或私有网络上，浏览器会对此加以防护（Private Network Access：Chrome 141 及之后的版本会请求你允许访问本地网络上的设备）。请在浏览器询问时允许，并让服务端在 CORS 预检的应答中除其他 CORS 头外再带上 `Access-Control-Allow-Private-Network: true`；或者改为在本机打开 tokenmeter（`cargo xtask serve`，或在服务端旁运行 `trunk serve`），或通过公网 HTTPS 地址访问服务端（在它前面加一个 TLS 代理）"),
         (NoResponseCause::CorsOrUnreachable, true) => format!("{n} 个请求没有得到响应：要么服务端没有通过 CORS 允许本页面的源（{origin}），要么无法连接；本页面是跨源隔离的，无法探测是哪一种。请在新标签页打开 Base URL 的 /models：如果有应答，就在服务端允许这个源（vLLM `--allowed-origins`、Ollama `OLLAMA_ORIGINS`、llama.cpp `--cors-origins`、LiteLLM `LITELLM_CORS_ORIGINS`，或前面代理的 Access-Control-Allow-Origin）"),
     }
 }
@@ -773,6 +780,10 @@ pub fn no_response_before_probe(
     if page_is_https && browser::is_plain_http(base_url) && !is_loopback(base_url) {
         return Some(NoResponseCause::MixedContent);
     }
+    let page_is_public = page_origin.is_some_and(|o| !is_private(o));
+    if page_is_public && is_private(base_url) {
+        return Some(NoResponseCause::PrivateNetwork);
+    }
     cross_origin_isolated.then_some(NoResponseCause::CorsOrUnreachable)
 }
 
@@ -785,6 +796,35 @@ pub fn no_response_from_probes(reached: bool, readable: bool) -> NoResponseCause
         (true, false) => NoResponseCause::Cors,
         (true, true) => NoResponseCause::CorsPreflight,
     }
+}
+
+/// The host of an http(s) URL or origin, without its port or brackets.
+fn host_of(url: &str) -> &str {
+    let rest = url.trim().split_once("://").map_or("", |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or("");
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    }
+}
+
+/// An address on this machine or a private network, as browsers' Private
+/// Network Access tells them: loopback, RFC 1918 and link-local IPv4, unique
+/// local and link-local IPv6, `localhost` and `.local` names.
+fn is_private(url: &str) -> bool {
+    let host = host_of(url).to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    if let Ok(v4) = host.parse::<std::net::Ipv4Addr>() {
+        return v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified();
+    }
+    if let Ok(v6) = host.parse::<std::net::Ipv6Addr>() {
+        let first = v6.segments()[0];
+        return v6.is_loopback() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80;
+    }
+    false
 }
 
 /// Browsers let an https:// page call these over plain http://.
@@ -1283,10 +1323,24 @@ mod tests {
         assert!(cors
             .text(Lang::Zh)
             .contains("没有允许本页面的源 https://tm.example"));
+        let private = RunCondition::NoResponse {
+            n_requests: 2,
+            cause: NoResponseCause::PrivateNetwork,
+            page_origin: Some("https://tm.example".into()),
+        };
+        assert!(private
+            .text(Lang::En)
+            .contains("public internet (https://tm.example)"));
+        assert!(private
+            .text(Lang::En)
+            .contains("Access-Control-Allow-Private-Network: true"));
+        assert!(private.text(Lang::En).contains("cargo xtask serve"));
+        assert!(private.text(Lang::Zh).contains("私有网络"));
         for cause in [
             NoResponseCause::MixedContent,
             NoResponseCause::Unreachable,
             NoResponseCause::CorsOrUnreachable,
+            NoResponseCause::PrivateNetwork,
         ] {
             let c = RunCondition::NoResponse {
                 n_requests: 1,
@@ -1312,17 +1366,39 @@ mod tests {
             no_response_before_probe(https, "http://10.0.0.5:8000/v1", true),
             Some(MixedContent)
         );
-        for loopback in [
+        // A public page calling this machine or a private network: the browser's
+        // Private Network Access, whatever the scheme.
+        for private in [
             "http://127.0.0.1:8000/v1",
             "http://localhost:11434/v1",
             "http://[::1]:8000/v1",
+            "https://192.168.1.20/v1",
+            "https://llm.office.local/v1",
+            "https://[fd00::7]:8443/v1",
         ] {
             assert_eq!(
-                no_response_before_probe(https, loopback, false),
-                None,
-                "{loopback}"
+                no_response_before_probe(https, private, false),
+                Some(PrivateNetwork),
+                "{private}"
             );
         }
+        // A page on this machine or the same private network: the probes tell.
+        for page in [
+            "http://127.0.0.1:8080",
+            "http://10.0.0.9:8080",
+            "http://localhost:8080",
+        ] {
+            assert_eq!(
+                no_response_before_probe(Some(page), "http://192.168.1.20/v1", false),
+                None,
+                "{page}"
+            );
+        }
+        assert_eq!(
+            no_response_before_probe(https, "https://172.32.0.1/v1", false),
+            None,
+            "172.32/16 is public"
+        );
         assert_eq!(
             no_response_before_probe(Some("http://127.0.0.1:8080"), "http://10.0.0.5/v1", false),
             None
