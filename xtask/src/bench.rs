@@ -148,6 +148,7 @@ fn needs(name: &str) -> Needs {
             node: true,
             engines: true,
             locust: false,
+            hosts: false,
         },
     }
 }

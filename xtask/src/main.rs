@@ -49,6 +49,7 @@ fn main() -> ExitCode {
             node: true,
             engines: true,
             locust: true,
+            hosts: true,
         })
         .map(drop),
         Some("bench") => bench::run(rest),

@@ -60,6 +60,8 @@ pub struct Needs {
     /// Locust (pinned, in a Python virtual environment under `target/`), for the
     /// exported locustfile's end-to-end test.
     pub locust: bool,
+    /// Debian's nginx and Caddy, for the hosting recipes' spec.
+    pub hosts: bool,
 }
 
 /// How this machine compiles for wasm32.
@@ -80,6 +82,15 @@ pub struct Env {
     pub engines: Option<Engines>,
     /// The Python of the virtual environment that has Locust.
     pub locust_python: Option<PathBuf>,
+    /// nginx and Caddy, to serve the page as the hosting recipes say.
+    pub hosts: Option<Hosts>,
+}
+
+/// The static servers of the hosting recipes (`hosting/`).
+#[derive(Clone, Debug)]
+pub struct Hosts {
+    pub nginx: PathBuf,
+    pub caddy: PathBuf,
 }
 
 /// The other engines' drivers and browsers.
@@ -164,6 +175,13 @@ pub fn ensure(needs: Needs) -> Result<Env> {
     if needs.node {
         step("setup: Node.js and node_modules", ensure_node)?;
     }
+    let mut hosts = None;
+    if needs.hosts {
+        hosts = Some(step(
+            "setup: nginx and Caddy (the hosting recipes)",
+            ensure_hosts,
+        )?);
+    }
     let mut locust_python = None;
     if needs.locust {
         locust_python = Some(step(
@@ -181,6 +199,7 @@ pub fn ensure(needs: Needs) -> Result<Env> {
         chromedriver,
         engines,
         locust_python,
+        hosts,
     })
 }
 
@@ -394,6 +413,35 @@ fn ensure_engines() -> Result<Engines> {
         probe("/usr/bin/firefox-esr", &["--version"]).unwrap_or_default()
     );
     Ok(engines)
+}
+
+/// Debian's nginx and Caddy. Installing them must not start them: their packages
+/// start a service on port 80 unless `policy-rc.d` says no (this machine kind's
+/// images say no; a machine without one gets it for the install).
+fn ensure_hosts() -> Result<Hosts> {
+    let (nginx, caddy) = (
+        PathBuf::from("/usr/sbin/nginx"),
+        PathBuf::from("/usr/bin/caddy"),
+    );
+    if !(nginx.exists() && caddy.exists()) {
+        let policy = Path::new("/usr/sbin/policy-rc.d");
+        let ours = !policy.exists() && fs::write(policy, "#!/bin/sh\nexit 101\n").is_ok();
+        if ours {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = fs::set_permissions(policy, fs::Permissions::from_mode(0o755));
+        }
+        let installed = apt_install(&["nginx-light", "caddy"], "nginx and Caddy (seconds)");
+        if ours {
+            let _ = fs::remove_file(policy);
+        }
+        installed?;
+    }
+    println!(
+        "found {} and caddy {}",
+        probe("/usr/sbin/nginx", &["-v"]).unwrap_or_else(|| "nginx".into()),
+        probe("/usr/bin/caddy", &["version"]).unwrap_or_default()
+    );
+    Ok(Hosts { nginx, caddy })
 }
 
 fn ensure_node() -> Result<()> {

@@ -35,6 +35,7 @@ pub fn run(args: &[String]) -> Result<()> {
         node: !skip_browser,
         engines: !skip_browser,
         locust: !skip_browser,
+        hosts: !skip_browser,
     })?;
     let root = project_root();
     let cargo = || {
@@ -147,7 +148,13 @@ pub fn run(args: &[String]) -> Result<()> {
                 .env(
                     "TOKENMETER_SIM_BIN",
                     root.join("target/debug/tokenmeter-sim"),
-                ),
+                )
+                .envs(env.hosts.iter().flat_map(|h| {
+                    [
+                        ("TOKENMETER_NGINX", h.nginx.clone()),
+                        ("TOKENMETER_CADDY", h.caddy.clone()),
+                    ]
+                })),
         )
     })?;
     step(
