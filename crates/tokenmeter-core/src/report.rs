@@ -414,19 +414,26 @@ impl RunDocument {
         let share = max_bytes / (self.ab.len() + 1);
         document.ab = self.ab.iter().map(|d| d.for_history(share)).collect();
         let size = serde_json::to_string(&document).map_or(usize::MAX, |json| json.len());
-        if size > max_bytes && !document.records.is_empty() {
-            let n_records = document.records.len() as u64;
-            document.records = Vec::new();
-            document
-                .environment
-                .conditions
-                .push(RunCondition::RecordsNotKept { n_records });
-            document
-                .environment
-                .notes
-                .push(condition::records_not_kept_note(n_records));
+        if size > max_bytes {
+            document.drop_records();
         }
         document
+    }
+
+    /// Leaves out the per-request records (a copy kept or shared without them),
+    /// saying so in the conditions and the notes; nothing when there are none.
+    pub fn drop_records(&mut self) {
+        if self.records.is_empty() {
+            return;
+        }
+        let n_records = self.records.len() as u64;
+        self.records = Vec::new();
+        self.environment
+            .conditions
+            .push(RunCondition::RecordsNotKept { n_records });
+        self.environment
+            .notes
+            .push(condition::records_not_kept_note(n_records));
     }
 
     /// Keeps an SLO search's outcome in its finished document and says it first in

@@ -12,13 +12,7 @@ use std::io::Read as _;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 
-use crate::{
-    condition::{self, RunCondition},
-    error::Said,
-    plan::PromptSpec,
-    report::RunDocument,
-    said,
-};
+use crate::{error::Said, plan::PromptSpec, report::RunDocument, said};
 
 /// What a run's fragment starts with.
 pub const FRAGMENT: &str = "run=";
@@ -35,18 +29,7 @@ const MAX_JSON_BYTES: u64 = 8 << 20;
 /// its prompt's text and its server's metric samples, for it and its A/B targets.
 pub fn shared(document: &RunDocument) -> RunDocument {
     let mut document = document.clone();
-    let n_records = document.records.len() as u64;
-    document.records = Vec::new();
-    if n_records > 0 {
-        document
-            .environment
-            .conditions
-            .push(RunCondition::RecordsNotKept { n_records });
-        document
-            .environment
-            .notes
-            .push(condition::records_not_kept_note(n_records));
-    }
+    document.drop_records();
     if let PromptSpec::Text(text) = &mut document.plan.prompt {
         text.clear();
     }
@@ -155,6 +138,7 @@ mod tests {
     use super::*;
     use crate::{
         chart::tests_support::ladder_records,
+        condition::RunCondition,
         plan::Plan,
         report::{Environment, RunStatus},
     };

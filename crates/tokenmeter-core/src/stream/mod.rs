@@ -276,6 +276,15 @@ pub fn interpret(kind: EndpointKind, data: &str) -> Result<StreamItem, Malformed
     }
 }
 
+/// The chunk an event means, in the kinds' tests.
+#[cfg(test)]
+fn chunk_of(item: Result<StreamItem, MalformedEvent>) -> Chunk {
+    match item.unwrap() {
+        StreamItem::Chunk(c) => c,
+        other => panic!("expected a chunk, got {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

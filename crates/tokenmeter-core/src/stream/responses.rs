@@ -165,10 +165,7 @@ mod tests {
     use super::*;
 
     fn chunk(data: &str) -> Chunk {
-        match interpret(data).unwrap() {
-            StreamItem::Chunk(c) => c,
-            other => panic!("expected a chunk, got {other:?}"),
-        }
+        super::super::chunk_of(interpret(data))
     }
 
     #[test]
