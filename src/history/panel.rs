@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use tokenmeter_core::report::{RunDocument, RunStatus};
+use tokenmeter_core::{
+    error::Said,
+    report::{RunDocument, RunStatus},
+};
 
 use super::History;
 use crate::files::read_file;
@@ -12,7 +15,7 @@ split_off! { imports:
     /// `text` as a run document: tokenmeter's own, a vLLM `bench serve` result, or
     /// the records of an exported plan run on Locust (JSON lines). A split build
     /// fetches the other tools' readers on the first import.
-    fn import(text: String) -> Result<RunDocument, String> {
+    fn import(text: String) -> Result<RunDocument, Said> {
         if tokenmeter_core::locust::is_locust_records(&text) {
             return tokenmeter_core::locust::import(&text);
         }
@@ -33,7 +36,7 @@ use crate::{
 
 #[component]
 pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
-    let import_error = RwSignal::new(None::<String>);
+    let import_error = RwSignal::new(None::<Said>);
     let lang = crate::language::current();
     let import_text = RwSignal::new(String::new());
     // A tokenmeter run document, or a vLLM bench serve result (--save-detailed).
@@ -41,7 +44,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
         leptos::task::spawn_local(async move {
             match import(text)
                 .await
-                .unwrap_or_else(|missing| Err(missing.said().text(lang.get_untracked()).to_owned()))
+                .unwrap_or_else(|missing| Err(missing.said()))
             {
                 Ok(document) => {
                     history.keep(Arc::new(document));
@@ -105,7 +108,7 @@ pub fn HistoryPanel(history: History, run: RunController) -> impl IntoView {
                     on:input=move |ev| import_text.set(event_target_value(&ev))
                 ></textarea>
                 <button data-testid="history-import" on:click=on_import>{words(w("Import", "导入"))}</button>
-                {move || import_error.get().map(|e| view! { <p class="field-error" data-testid="history-import-error">{e}</p> })}
+                {move || import_error.get().map(|e| view! { <p class="field-error" data-testid="history-import-error">{move || e.text(lang.get()).to_owned()}</p> })}
             </details>
         </section>
     }

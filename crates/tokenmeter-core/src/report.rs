@@ -16,6 +16,7 @@ use crate::{
     network::Network,
     plan::Plan,
     record::RequestRecord,
+    said,
     search::{self, SearchOutcome},
     server_metrics::{self, ServerMetrics},
     summary::{Distortion, LevelStats, PassFigures, Summary, TurnFigures},
@@ -474,7 +475,7 @@ impl RunDocument {
     }
 
     /// Reads a document written by this or an earlier version.
-    pub fn from_json(json: &str) -> Result<RunDocument, String> {
+    pub fn from_json(json: &str) -> Result<RunDocument, Said> {
         // Only the schema field first (the rest skipped unparsed), then the whole
         // document from the text: reading it through a `serde_json::Value` would
         // instantiate every type's deserializer a second time in the page's wasm.
@@ -483,16 +484,24 @@ impl RunDocument {
             #[serde(default)]
             schema: Option<serde_json::Value>,
         }
-        let probe: SchemaOnly =
-            serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
+        let probe: SchemaOnly = serde_json::from_str(json)
+            .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;
         let schema = probe.schema.as_ref().and_then(serde_json::Value::as_u64);
         match schema {
-            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_str(json)
-                .map_err(|err| format!("this run document is damaged: {err}")),
-            Some(s) => Err(format!(
-                "this run was saved by a newer tokenmeter (schema {s}); this one reads up to {RUN_SCHEMA}"
+            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_str(json).map_err(|err| {
+                said!(
+                    "this run document is damaged: {err}",
+                    "这个运行文档已损坏：{err}"
+                )
+            }),
+            Some(s) => Err(said!(
+                "this run was saved by a newer tokenmeter (schema {s}); this one reads up to {RUN_SCHEMA}",
+                "这次运行由更新版本的 tokenmeter 保存（schema {s}）；本版本最多读取 {RUN_SCHEMA}",
             )),
-            None => Err("this is not a tokenmeter run document (no schema field)".into()),
+            None => Err(said!(
+                "this is not a tokenmeter run document (no schema field)",
+                "这不是 tokenmeter 的运行文档（没有 schema 字段）"
+            )),
         }
     }
 }
@@ -616,6 +625,24 @@ mod tests {
                 index: 1
             })
         );
+    }
+
+    #[test]
+    fn what_is_no_run_document_is_said_in_both_languages() {
+        for (text, en, zh) in [
+            ("not json", "not valid JSON", "不是有效的 JSON"),
+            ("{}", "no schema field", "没有 schema 字段"),
+            (
+                r#"{"schema": 999}"#,
+                "a newer tokenmeter (schema 999)",
+                "更新版本",
+            ),
+            (r#"{"schema": 1, "levels": 3}"#, "damaged", "已损坏"),
+        ] {
+            let why = RunDocument::from_json(text).unwrap_err();
+            assert!(why.en.contains(en), "{text}: {}", why.en);
+            assert!(why.zh.contains(zh), "{text}: {}", why.zh);
+        }
     }
 
     #[test]

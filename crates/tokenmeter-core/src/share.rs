@@ -125,10 +125,10 @@ impl std::io::Read for Inflating<'_> {
 /// The run a link's fragment holds (see [`document_json`]).
 pub fn read(fragment: &str) -> Result<RunDocument, Said> {
     let json = document_json(fragment)?;
-    RunDocument::from_json(&json).map_err(|why| {
+    RunDocument::from_json(&json).map_err(|Said { en, zh }| {
         said!(
-            "this link's run cannot be read: {why}",
-            "这个链接中的运行结果无法读取：{why}"
+            "this link's run cannot be read: {en}",
+            "这个链接中的运行结果无法读取：{zh}"
         )
     })
 }

@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::{
     condition::RunCondition,
-    error::{ErrorKind, RequestError},
+    error::{ErrorKind, RequestError, Said},
     plan::{LoadMode, Plan},
     record::{RequestRecord, TokenSource},
     report::{Environment, RunDocument, RunStatus},
+    said,
     stats::Distribution,
     stream::Usage,
     vecmap::VecMap,
@@ -37,13 +38,14 @@ fn is_vllm_result(value: &Value) -> bool {
 
 /// The run document of a `bench serve` result, `Err` with what to do when `json`
 /// is not one, or has no per-request data.
-pub fn import(json: &str) -> Result<RunDocument, String> {
-    let value: Value =
-        serde_json::from_str(json).map_err(|err| format!("this is not valid JSON: {err}"))?;
+pub fn import(json: &str) -> Result<RunDocument, Said> {
+    let value: Value = serde_json::from_str(json)
+        .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;
     if !is_vllm_result(&value) {
-        return Err(
-            "this is neither a tokenmeter run document nor a vLLM bench serve result".into(),
-        );
+        return Err(said!(
+            "this is neither a tokenmeter run document nor a vLLM bench serve result",
+            "这既不是 tokenmeter 的运行文档，也不是 vLLM bench serve 的结果",
+        ));
     }
     let list = |key: &str| value.get(key).and_then(Value::as_array);
     let (Some(ttfts), Some(itls), Some(output_lens)) =
@@ -53,10 +55,10 @@ pub fn import(json: &str) -> Result<RunDocument, String> {
     };
     let n = ttfts.len();
     if itls.len() != n || output_lens.len() != n {
-        return Err(
-            "this vLLM bench serve result is damaged: its per-request lists differ in length"
-                .into(),
-        );
+        return Err(said!(
+            "this vLLM bench serve result is damaged: its per-request lists differ in length",
+            "这个 vLLM bench serve 结果已损坏：它的各请求列表长度不一致",
+        ));
     }
     let number = |key: &str| value.get(key).and_then(Value::as_f64);
     let errors = list("errors");
@@ -212,11 +214,15 @@ fn plan_of(value: &Value, load: LoadMode, max_tokens: u64) -> Plan {
 /// A result without per-request data: one level from vLLM's own figures (mean,
 /// median, std and the percentiles it was asked for; the others stay missing, and
 /// the document says which), no records, so no timeline, CDF or tokens over time.
-fn summary_only(value: &Value) -> Result<RunDocument, String> {
+fn summary_only(value: &Value) -> Result<RunDocument, Said> {
     let number = |key: &str| value.get(key).and_then(Value::as_f64);
     let count = |key: &str| value.get(key).and_then(Value::as_u64);
-    let completed =
-        count("completed").ok_or("this vLLM bench serve result has no `completed` count")?;
+    let completed = count("completed").ok_or_else(|| {
+        said!(
+            "this vLLM bench serve result has no `completed` count",
+            "这个 vLLM bench serve 结果没有 `completed` 计数",
+        )
+    })?;
     let failed = count("failed")
         .unwrap_or_else(|| count("num_prompts").map_or(0, |n| n.saturating_sub(completed)));
     let n = (completed + failed) as usize;

@@ -19,7 +19,7 @@ use clap::Parser;
 use tokenmeter_core::{
     columns::article_table,
     diagnosis::diagnose,
-    error::Lang,
+    error::{Lang, Said},
     locust,
     plan::{import_config, Slo},
     render,
@@ -95,12 +95,13 @@ fn run(args: &Args) -> Result<bool, String> {
         export_locust(&text, dir)?;
         return Ok(true);
     }
-    let mut document = read(&text)?;
     let lang = if args.lang == "zh" {
         Lang::Zh
     } else {
         Lang::En
     };
+    // A file that is no run is said in the report's language.
+    let mut document = read(&text).map_err(|why| why.text(lang).to_owned())?;
     let overridden = [
         args.slo_ttft_p95_ms,
         args.slo_tpot_p95_ms,
@@ -188,7 +189,7 @@ run: pip install -r {dir}/requirements.txt && {key}=... locust -f {dir}/{file} -
 
 /// A tokenmeter run document, Locust records, or a vLLM result; the error of the
 /// first when none reads.
-fn read(text: &str) -> Result<RunDocument, String> {
+fn read(text: &str) -> Result<RunDocument, Said> {
     if locust::is_locust_records(text) {
         return locust::import(text);
     }

@@ -126,6 +126,19 @@ fn reads_a_vllm_result_and_says_what_is_wrong_with_bad_input() {
     let (code, _, err) = report(&["/nonexistent/run.json"]);
     assert_eq!(code, 2);
     assert!(err.contains("cannot read /nonexistent/run.json"), "{err}");
+    // A file that is no run: said in the report's language.
+    let junk = std::env::temp_dir().join(format!("tokenmeter-junk-{}.json", std::process::id()));
+    std::fs::write(&junk, r#"{"hello": 1}"#).unwrap();
+    let (code, _, err) = report(&[junk.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("neither a tokenmeter run document nor a vLLM bench serve result"),
+        "{err}"
+    );
+    let (code, _, err) = report(&[junk.to_str().unwrap(), "--lang", "zh"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("这既不是 tokenmeter 的运行文档"), "{err}");
+    let _ = std::fs::remove_file(junk);
 }
 
 #[test]

@@ -384,7 +384,7 @@ fn server_metrics_of(
 
 /// The run document of Locust records (see the module docs), `Err` with what is
 /// wrong (and on which line) when they are not whole.
-pub fn import(text: &str) -> Result<RunDocument, String> {
+pub fn import(text: &str) -> Result<RunDocument, Said> {
     let mut run: Option<RunLine> = None;
     let mut lines: Vec<(usize, Line)> = Vec::new();
     let mut stages_done: Vec<u64> = Vec::new();
@@ -394,28 +394,42 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
         if raw.trim().is_empty() {
             continue;
         }
-        let value: Value =
-            serde_json::from_str(raw).map_err(|err| format!("line {number} is not JSON: {err}"))?;
+        let value: Value = serde_json::from_str(raw).map_err(|err| {
+            said!(
+                "line {number} is not JSON: {err}",
+                "第 {number} 行不是 JSON：{err}"
+            )
+        })?;
         match value.get("tokenmeter_locust").and_then(Value::as_u64) {
             Some(FORMAT) => {}
             Some(other) => {
-                return Err(format!(
-                    "line {number} is in record format {other}, which this tokenmeter does not read (it reads {FORMAT}); export the locustfile again from this version"
+                return Err(said!(
+                    "line {number} is in record format {other}, which this tokenmeter does not read (it reads {FORMAT}); export the locustfile again from this version",
+                    "第 {number} 行的记录格式为 {other}，本版本 tokenmeter 不能读取（它读取格式 {FORMAT}）；请用本版本重新导出 locustfile",
                 ))
             }
             None => {
-                return Err(format!(
-                    "line {number} is not a tokenmeter Locust record (no \"tokenmeter_locust\" field)"
+                return Err(said!(
+                    "line {number} is not a tokenmeter Locust record (no \"tokenmeter_locust\" field)",
+                    "第 {number} 行不是 tokenmeter 的 Locust 记录（没有 \"tokenmeter_locust\" 字段）",
                 ))
             }
         }
-        let damaged = |err: serde_json::Error| format!("line {number} is damaged: {err}");
+        let damaged = |err: serde_json::Error| {
+            said!(
+                "line {number} is damaged: {err}",
+                "第 {number} 行已损坏：{err}"
+            )
+        };
         match value.get("kind").and_then(Value::as_str) {
             Some("run") => {
                 let line: RunLine = serde_json::from_str(raw).map_err(damaged)?;
                 match &run {
                     Some(first) if first.started_wall_us != line.started_wall_us => {
-                        return Err("these records come from more than one Locust run: import one run's file at a time".into())
+                        return Err(said!(
+                            "these records come from more than one Locust run: import one run's file at a time",
+                            "这些记录来自不止一次 Locust 运行：请每次导入一次运行的文件",
+                        ))
                     }
                     Some(_) => {}
                     None => run = Some(line),
@@ -430,26 +444,33 @@ pub fn import(text: &str) -> Result<RunDocument, String> {
             Some("request") => {
                 let line: Line = serde_json::from_str(raw).map_err(damaged)?;
                 if line.token_times_us.len() as u64 != line.n_token_events {
-                    return Err(format!(
-                        "line {number} is damaged: {} token times for {} token events",
-                        line.token_times_us.len(),
-                        line.n_token_events
+                    let (n_times, n_events) = (line.token_times_us.len(), line.n_token_events);
+                    return Err(said!(
+                        "line {number} is damaged: {n_times} token times for {n_events} token events",
+                        "第 {number} 行已损坏：{n_events} 个 token 事件却有 {n_times} 个 token 时间",
                     ));
                 }
                 lines.push((number, line));
             }
             _ => {
-                return Err(format!(
-                    "line {number} has no known \"kind\" (run, stage, request or metrics)"
+                return Err(said!(
+                    "line {number} has no known \"kind\" (run, stage, request or metrics)",
+                    "第 {number} 行没有已知的 \"kind\"（run、stage、request 或 metrics）",
                 ))
             }
         }
     }
-    let run = run.ok_or(
-        "these records have no \"run\" line: import the file the Locust master wrote (TOKENMETER_OUT), which starts with it",
-    )?;
+    let run = run.ok_or_else(|| {
+        said!(
+            "these records have no \"run\" line: import the file the Locust master wrote (TOKENMETER_OUT), which starts with it",
+            "这些记录没有 \"run\" 行：请导入 Locust master 写出的文件（TOKENMETER_OUT），它以这一行开头",
+        )
+    })?;
     if lines.is_empty() {
-        return Err("these Locust records hold no request".into());
+        return Err(said!(
+            "these Locust records hold no request",
+            "这些 Locust 记录中没有请求"
+        ));
     }
     // One time line: the run's start on the master's wall clock is zero; each
     // worker's monotonic times move by where its own zero was on its wall clock.
