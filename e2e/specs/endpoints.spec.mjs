@@ -86,7 +86,9 @@ test('a provider preset fills the endpoint and says what it allows from a browse
   const note = app.byTestId('provider-note');
   assert.equal(await note.getAttribute('data-provider'), 'anthropic');
   assert.match(await note.textContent(), /anthropic-dangerous-direct-browser-access/);
+  assert.equal(await app.byTestId('poll-metrics').isChecked(), false, 'a hosted API has no /metrics to read');
   await select.selectOption('ollama');
+  assert.equal(await app.byTestId('poll-metrics').isChecked(), true, 'a server of one\'s own may');
   assert.equal(await app.byTestId('base-url').inputValue(), 'http://localhost:11434/v1');
   assert.equal(await app.byTestId('endpoint').inputValue(), 'chat');
   assert.equal(await app.byTestId('auth').inputValue(), 'bearer');

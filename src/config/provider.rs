@@ -1,5 +1,6 @@
 //! The provider chooser: a preset from `tokenmeter_core::provider` fills the base
-//! URL, the kind of API and how the key is sent, and says what the provider
+//! URL, the kind of API, how the key is sent and whether the server's metrics are
+//! read (a server of one's own publishes them; a hosted API does not), and says what the provider
 //! allows a page in a browser and what to set on a server of one's own. It never
 //! touches the key: a remembered key stays bound to the origin it was entered for.
 //! Hooks: `provider` (a `<select>`, `custom` or a preset's id) and
@@ -33,11 +34,14 @@ pub fn ProviderField(draft: DraftSignals, running: Signal<bool>) -> impl IntoVie
             base_url,
             endpoint,
             auth,
+            self_hosted,
             ..
         } = *p;
         draft.base_url.set(base_url.to_owned());
         draft.endpoint.set(endpoint);
         draft.auth.set(auth);
+        // A hosted API publishes no Prometheus metrics: no poll, and no note saying so.
+        draft.poll_metrics.set(self_hosted);
     };
     let note = move || {
         chosen.get().map(|p| {
