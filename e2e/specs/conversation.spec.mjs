@@ -59,6 +59,10 @@ test('three-turn conversations grow by the answers the simulator gave', async ()
   assert.equal(cached[0], '0%');
   assert.ok(cached.slice(1).every((c) => parseFloat(c) > 0), cached.join());
   assert.equal(doc.levels[0].turns.length, 3);
+  assert.deepEqual(doc.levels.map((l) => [l.sessions.n_sessions, l.sessions.n_whole]), [[2, 2], [2, 2]]);
+  // A whole conversation: three answers and two think times at least.
+  assert.ok(doc.levels[0].sessions.duration_ms.min >= 2 * 60, JSON.stringify(doc.levels[0].sessions));
+  assert.match(await app.byTestId('sessions').textContent(), /concurrency 1: 2 conversations, 2 whole/);
   // Nothing said of a cache the plan did not ask for.
   assert.ok(!doc.environment.conditions.some((c) => c.kind === 'prompt_cache_hits'), JSON.stringify(doc.environment.conditions));
   await app.byTestId('lang-zh').click();

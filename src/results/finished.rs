@@ -9,7 +9,7 @@ use tokenmeter_core::{
     columns::{page_columns, TableKinds, LEVEL},
     diagnosis::diagnose,
     error::{Lang, Said},
-    render::{turns_table, TURN_HEADERS},
+    render::{sessions_said, turns_table, TURN_HEADERS},
     report::{RunDocument, RunStatus},
     said,
     summary::{Distortion, Summary},
@@ -133,7 +133,15 @@ pub fn Finished(
                     </tbody>
                 </table>
             </div>
-            {turns_table(&document).map(|rows| view! { <TurnsTable rows=rows lang=lang/> })}
+            {turns_table(&document).map(|rows| {
+                let sessions: Vec<_> = document.levels.iter().filter_map(sessions_said).collect();
+                view! {
+                    <TurnsTable rows=rows lang=lang/>
+                    <ul class="muted small" data-testid="sessions">
+                        {sessions.into_iter().map(|said| view! { <li>{move || said.text(lang.get()).to_owned()}</li> }).collect_view()}
+                    </ul>
+                }
+            })}
             {comparison}
             {measured_by.map(|(browser, timer)| view! {
                 <p class="muted small" data-testid="measured-by">

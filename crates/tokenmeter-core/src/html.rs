@@ -281,7 +281,11 @@ impl RunDocument {
             }
             out.push_str("</tr>");
         }
-        out.push_str("</tbody></table>");
+        out.push_str("</tbody></table><ul>");
+        for said in self.levels.iter().filter_map(crate::render::sessions_said) {
+            let _ = write!(out, "<li>{}</li>", escape(said.text(lang)));
+        }
+        out.push_str("</ul>");
     }
 
     fn html_ab(&self, out: &mut String, lang: Lang) {

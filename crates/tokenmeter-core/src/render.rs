@@ -7,8 +7,10 @@ use std::fmt::Write as _;
 use crate::{
     ab,
     columns::{self, csv_number},
-    error::{Lang, Words},
+    error::{Lang, Said, Words},
     report::{RunDocument, RunStatus},
+    said,
+    summary::Summary,
 };
 
 /// One row per level: the columns that have a CSV name, in the table's order.
@@ -86,6 +88,27 @@ pub fn turns_table(document: &RunDocument) -> Option<Vec<(u32, u32, Vec<String>)
         })
         .collect();
     (!rows.is_empty()).then_some(rows)
+}
+
+/// A level's conversations as wholes, in a line: how many, how many whole, and how
+/// long a whole one took (think time included). `None` for single requests.
+pub fn sessions_said(level: &Summary) -> Option<Said> {
+    let s = level.sessions?;
+    let c = level.concurrency.unwrap_or_default();
+    let (n, whole) = (s.n_sessions, s.n_whole);
+    Some(match s.duration_ms {
+        Some(d) => {
+            let (p50, p95) = (d.p50 / 1e3, d.p95 / 1e3);
+            said!(
+                "concurrency {c}: {n} conversations, {whole} whole; a whole one took {p50:.1} s at p50 and {p95:.1} s at p95, think time included",
+                "并发 {c}：{n} 段对话，{whole} 段完整；一段完整对话用时 p50 {p50:.1} 秒、p95 {p95:.1} 秒（含思考时间）",
+            )
+        }
+        None => said!(
+            "concurrency {c}: {n} conversations, none whole (a failed turn ends its conversation)",
+            "并发 {c}：{n} 段对话，没有一段完整（某一轮失败会结束整段对话）",
+        ),
+    })
 }
 
 /// One row per request.

@@ -19,7 +19,7 @@ use crate::{
     said,
     search::{self, SearchOutcome},
     server_metrics::{self, ServerMetrics},
-    summary::{Distortion, LevelStats, PassFigures, Summary, TurnFigures},
+    summary::{Distortion, LevelStats, PassFigures, SessionFigures, Summary, TurnFigures},
     vecmap::VecMap,
     verdict::{analyse, Sentence, Verdict},
 };
@@ -304,8 +304,13 @@ impl RunDocument {
                     .add(record);
             }
         }
+        let turns = plan.conversation.map_or(0, |c| c.turns);
         for level in &mut levels {
             let Some(c) = level.concurrency else { continue };
+            level.sessions = SessionFigures::of(
+                records.iter().filter(|r| !r.warmup && r.concurrency == c),
+                turns,
+            );
             level.turns = by_turn
                 .iter()
                 .filter(|((level, _), _)| *level == c)
@@ -613,6 +618,21 @@ mod tests {
             .collect();
         assert_eq!(turns, [(1, 2), (2, 2)]);
         assert_eq!(doc.levels[1].turns.len(), 1);
+        let sessions = doc.levels[0].sessions.unwrap();
+        assert_eq!((sessions.n_sessions, sessions.n_whole), (2, 2));
+        // From the first turn's send to the last turn's end.
+        assert_eq!(
+            sessions.duration_ms.unwrap().max,
+            (doc.records[1].end_us - doc.records[0].sent_us) as f64 / 1e3
+        );
+        let said = crate::render::sessions_said(&doc.levels[0]).unwrap();
+        assert!(
+            said.en
+                .starts_with("concurrency 1: 2 conversations, 2 whole"),
+            "{}",
+            said.en
+        );
+        assert!(said.zh.contains("2 段对话"));
         assert_eq!(doc.levels[0].turns[0].ttft_p50_ms, Some(100.0));
         // A run of single requests has none.
         assert!(document().levels.iter().all(|l| l.turns.is_empty()));

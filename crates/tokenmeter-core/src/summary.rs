@@ -365,6 +365,7 @@ impl LevelStats {
             goodput_rps: slo.is_set().then(|| per_s(n_good as f64)),
             repetitions: Vec::new(),
             turns: Vec::new(),
+            sessions: None,
             server: None,
         }
     }
@@ -605,6 +606,9 @@ pub struct Summary {
     /// turn against the later ones is what the conversation's cache is worth.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnFigures>,
+    /// The level's conversations as wholes, in a run of conversations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionFigures>,
     /// What the server reported while this level ran (its `/metrics`), where the
     /// page could read them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -661,6 +665,48 @@ impl TurnFigures {
             input_tokens_mean: s.input_tokens.map(|d| d.mean),
             cached_input_pct: s.cached_input_pct,
         }
+    }
+}
+
+/// A level's conversations, each from its first request's send to its last's end.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionFigures {
+    pub n_sessions: u64,
+    /// Of those, the ones whose every turn the plan asked for succeeded.
+    pub n_whole: u64,
+    /// How long the whole ones took, think time included, ms.
+    pub duration_ms: Option<Distribution>,
+}
+
+impl SessionFigures {
+    /// The conversations of `records` (one level's, warm-ups left out), of `turns`
+    /// turns each.
+    pub fn of<'a>(
+        records: impl Iterator<Item = &'a RequestRecord>,
+        turns: u32,
+    ) -> Option<SessionFigures> {
+        // (session, first send, last end, successful turns).
+        let mut sessions: VecMap<u64, (u64, u64, u32)> = VecMap::new();
+        for r in records {
+            let Some(turn) = r.turn else { continue };
+            let s = sessions.entry_or_insert_with(turn.session, || (r.sent_us, r.end_us, 0));
+            s.0 = s.0.min(r.sent_us);
+            s.1 = s.1.max(r.end_us);
+            s.2 += u32::from(r.is_ok());
+        }
+        if sessions.is_empty() {
+            return None;
+        }
+        let whole: Vec<f64> = sessions
+            .values()
+            .filter(|s| s.2 >= turns)
+            .map(|s| s.1.saturating_sub(s.0) as f64 / 1e3)
+            .collect();
+        Some(SessionFigures {
+            n_sessions: sessions.len() as u64,
+            n_whole: whole.len() as u64,
+            duration_ms: Distribution::of(&whole),
+        })
     }
 }
 
