@@ -6,8 +6,10 @@ Every case of the fixture (crates/tokenmeter-core/tests/fixtures/stream-cases.js
 which the core's RecordBuilder passes in tests/locust_parity.rs) is fed to the
 file's Record chunk by chunk; each expected field must come out the same, so a
 Locust worker and the browser record one stream alike; and bytes after a closed
-stream (the fixture's after_end) change none of its records. Exits 1 on the
-first difference, naming the case and the field.
+stream (the fixture's after_end) change none of its records; prompt headers and
+the bodies of plans whose lengths are drawn per request (varying-bodies.json) are
+made as the core makes them. Exits 1 on the first difference, naming the case and
+the field.
 """
 
 import importlib.util
@@ -95,9 +97,22 @@ def main(locustfile, fixture_path):
         if have != case["header"]:
             print("unique_header(%d, %d) is %r, tokenmeter's core says %r" % (case["seed"], case["id"], have, case["header"]))
             return 1
+    # Bodies of plans whose lengths are drawn per request, made from the setup
+    # the core writes for each plan.
+    varying = json.load(open(fixture_path.replace("stream-cases.json", "varying-bodies.json"), encoding="utf-8"))["cases"]
+    n_bodies = 0
+    for case in varying:
+        for request in case["requests"]:
+            made = json.loads(module.varying_body(case["seed"], request["id"], case["bodies"], case["body"]))
+            asked = module.asked_tokens(case["seed"], request["id"], case["bodies"])
+            if made != request["expect"] or asked != request["asked"]:
+                print("request %d of a plan of lengths drawn (%s): the file makes\n  %r (asks %r)\nwhere tokenmeter's core sends\n  %r (asks %r)"
+                      % (request["id"], case["bodies"]["varying"]["max_key"], made, asked, request["expect"], request["asked"]))
+                return 1
+            n_bodies += 1
     print(
-        "%d streams recorded as the core records them; nothing after the end of %d of them changed a record; %d prompt headers made alike"
-        % (len(cases), n_closed, len(headers))
+        "%d streams recorded as the core records them; nothing after the end of %d of them changed a record; %d prompt headers and %d bodies of lengths drawn made alike"
+        % (len(cases), n_closed, len(headers), n_bodies)
     )
     return 0
 

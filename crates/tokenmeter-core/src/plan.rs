@@ -236,8 +236,9 @@ pub struct Lengths {
 }
 
 /// Keeps the output and the input lengths of one request apart.
-const OUTPUT_SALT: u64 = 0x6f75_7470_7574;
-const INPUT_SALT: u64 = 0x0069_6e70_7574;
+/// What tells a request's output length's draw from its input length's.
+pub const OUTPUT_SALT: u64 = 0x6f75_7470_7574;
+pub const INPUT_SALT: u64 = 0x0069_6e70_7574;
 
 impl Lengths {
     /// The length of request `request_id` in a run with `seed` (`salt` tells the

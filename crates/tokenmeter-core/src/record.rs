@@ -386,8 +386,8 @@ impl Default for ResponseLimits {
 /// `max_tokens` sends at most one event per token, but a gateway that re-chunks
 /// the text may send one per character (English runs about four characters a
 /// token), so only a server far past what was asked is stopped.
-const TOKEN_EVENTS_PER_ASKED: u64 = 8;
-const TOKEN_EVENTS_SLACK: u64 = 256;
+pub const TOKEN_EVENTS_PER_ASKED: u64 = 8;
+pub const TOKEN_EVENTS_SLACK: u64 = 256;
 
 impl ResponseLimits {
     /// The limits of a request that asked for `asked` output tokens: an answer

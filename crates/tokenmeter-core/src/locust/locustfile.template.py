@@ -32,6 +32,7 @@ plan's rate. Locust's own statistics count each request once, end to end.
 """
 
 import json
+import math
 import os
 import random
 import socket
@@ -82,8 +83,81 @@ def unique_header(seed, request_id):
     return " ".join(words) + ".\n"
 
 
+_M64 = (1 << 64) - 1
+
+
+def draw(lengths, seed, request_id, salt):
+    """A length drawn for request `request_id` as tokenmeter's `Lengths::draw`
+    draws it (SplitMix64; a normal draw is twelve uniforms summed)."""
+    state = (seed ^ salt ^ ((request_id * 0x9E3779B97F4A7C15) & _M64)) & _M64
+
+    def uniform():
+        nonlocal state
+        state = (state + 0x9E3779B97F4A7C15) & _M64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+        return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
+
+    low, high = min(lengths["min"], lengths["max"]), max(lengths["min"], lengths["max"])
+    if lengths.get("mean") is not None and lengths.get("stdev") is not None:
+        z = 0.0
+        for _ in range(12):
+            z += uniform()
+        value = math.floor(lengths["mean"] + lengths["stdev"] * (z - 6.0) + 0.5)
+    else:
+        value = low + math.floor(uniform() * (float(high - low) + 1.0))
+    return int(min(max(value, low), high))
+
+
+_PROMPT_WORDS = [" the", " time", " of", " first", " token", " is", " what", " a", " user", " feels", " when", " the", " model", " starts", " to", " answer"]
+
+
+def generated_prompt(n_tokens, cap):
+    """tokenmeter's generated prompt of about `n_tokens` tokens."""
+    return "Repeat" + "".join(_PROMPT_WORDS[i % 16] for i in range(1, min(max(n_tokens, 1), cap)))
+
+
+def asked_tokens(seed, request_id, bodies=None):
+    """The output length request `request_id` asks for."""
+    varying = (bodies or BODIES)["varying"]
+    if varying is None:
+        return None
+    if varying["output"] is None:
+        return varying["max_tokens"]
+    return draw(varying["output"], seed, request_id, varying["output_salt"])
+
+
+def varying_body(seed, request_id, bodies, body):
+    """The body of a request whose lengths are drawn (tokenmeter's `Bodies` with
+    lengths that vary): the plan's body with this request's output length, its
+    prompt (generated to its drawn length, where it is), and its header in front."""
+    varying = bodies["varying"]
+    made = json.loads(json.dumps(body))
+    asked = asked_tokens(seed, request_id, bodies)
+    made[varying["max_key"]] = asked
+    if varying["min_tokens"]:
+        made["min_tokens"] = asked
+    place = made
+    for step in varying["prompt_at"][:-1]:
+        place = place[step]
+    last = varying["prompt_at"][-1]
+    text = place[last]
+    if varying["input"] is not None and varying["generated"]:
+        n = draw(varying["input"], seed, request_id, varying["input_salt"])
+        text = generated_prompt(max(n - varying["header_tokens"], 1), varying["max_prompt_tokens"])
+    front = ""
+    if varying["header"]:
+        prefixes = varying["prefixes"]
+        front = (prefixes[request_id % len(prefixes)] if prefixes else "") + unique_header(seed, request_id)
+    place[last] = front + text
+    return json.dumps(made, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def request_body(seed, request_id):
     """The body of request `request_id` of a run with `seed`."""
+    if BODIES["varying"] is not None:
+        return varying_body(seed, request_id, BODIES, SETUP["body"])
     if not BODIES["unique"]:
         return BODY
     header = unique_header(seed, request_id).replace("\n", "\\n")
@@ -379,6 +453,7 @@ class Record:
         self.token_times_us = []
         self.n_reasoning_events = 0
         self.n_tool_call_events = 0
+        self.max_token_events = MAX_TOKEN_EVENTS
         self.n_comment_lines = 0
         self.usage = None
         self.server_timings = None
@@ -548,7 +623,7 @@ class Record:
         content, reasoning, tool_call = item["content"], item["reasoning"], item["tool_call"]
         if content or reasoning or tool_call:
             n_tokens = len(self.token_times_us)
-            if MAX_TOKEN_EVENTS is not None and n_tokens >= MAX_TOKEN_EVENTS:
+            if self.max_token_events is not None and n_tokens >= self.max_token_events:
                 self._too_large(
                     "the answer went past %d token events, far more than max_tokens asked for; tokenmeter stopped reading it there"
                     % n_tokens
@@ -693,6 +768,10 @@ def measure(stage, wanted_us, request_id):
     with its kind."""
     body = request_body(stage["seed"], request_id)
     record = Record(stage, wanted_us, now_us())
+    asked = asked_tokens(stage["seed"], request_id)
+    if asked is not None:
+        # An answer far past what this request asked for is stopped there.
+        record.max_token_events = asked * SETUP["token_events_per_asked"] + SETUP["token_events_slack"]
     response = None
     end, message = "complete", ""
     try:

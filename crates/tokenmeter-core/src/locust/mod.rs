@@ -27,7 +27,7 @@ use crate::{
     report::{Environment, RunDocument, RunStatus},
     said,
     server_metrics::{self, ServerMetrics, ServerSample, Unreadable},
-    stream::{request_body, ServerTimings, Usage},
+    stream::{request_body, EndpointKind, ServerTimings, Usage},
 };
 
 /// The Locust release the file is written for and tested with.
@@ -108,12 +108,14 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
             AuthStyle::XApiKey => "x_api_key",
         },
         "body": request_body(&plan.body_spec()),
-        "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed, "prefixes": prefixes},
+        "bodies": {"unique": unique.is_some(), "head": head, "tail": tail, "seed": plan.seed, "prefixes": prefixes, "varying": varying(plan)},
         "timeout_s": plan.timeout_s,
         // The page's rule for an answer far past what was asked, one place for both.
         "max_token_events": crate::record::ResponseLimits::default()
             .for_asked(bodies.asked_tokens(0))
             .max_token_events,
+        "token_events_per_asked": crate::record::TOKEN_EVENTS_PER_ASKED,
+        "token_events_slack": crate::record::TOKEN_EVENTS_SLACK,
         "stages": stages,
         // The server's own metrics, polled by the master as the page polls them.
         "metrics": plan.metrics_url().map(|url| json!({
@@ -142,6 +144,51 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
         .replace("{{SETUP_JSON}}", &literal))
 }
 
+/// How the file makes each body of a plan whose lengths are drawn per request, as
+/// `Bodies` does (`null` for a plan whose lengths do not vary): the lengths and
+/// their salts, where the body keeps its output length and its prompt, and what
+/// a generated prompt leaves room for.
+fn varying(plan: &Plan) -> Value {
+    if !plan.lengths_vary() {
+        return Value::Null;
+    }
+    let lengths = |l: Option<crate::plan::Lengths>| {
+        l.map(|l| json!({"min": l.min, "max": l.max, "mean": l.mean, "stdev": l.stdev}))
+    };
+    let prompt_at = match plan.endpoint {
+        EndpointKind::Chat | EndpointKind::Anthropic => json!(["messages", 0, "content"]),
+        EndpointKind::Completions => json!(["prompt"]),
+        EndpointKind::Responses => json!(["input"]),
+    };
+    json!({
+        "output": lengths(plan.output_lengths),
+        "input": lengths(plan.input_lengths),
+        "output_salt": crate::plan::OUTPUT_SALT,
+        "input_salt": crate::plan::INPUT_SALT,
+        "max_tokens": plan.max_tokens,
+        "max_key": if plan.endpoint == EndpointKind::Responses { "max_output_tokens" } else { "max_tokens" },
+        "prompt_at": prompt_at,
+        "generated": matches!(plan.prompt, crate::plan::PromptSpec::Tokens(_)),
+        "header_tokens": if plan.prompt_mode == PromptMode::Same { 0 } else { crate::plan::UNIQUE_HEADER_TOKENS },
+        "max_prompt_tokens": crate::plan::MAX_PROMPT_TOKENS,
+        // What goes in front of the prompt: nothing (one prompt for all), the
+        // request's header, or its group's shared prefix and then its header
+        // (the prefixes made from the plan's seed, as the fixed bodies' are).
+        "header": plan.prompt_mode != PromptMode::Same,
+        "prefixes": match plan.prompt_mode {
+            PromptMode::SharedPrefix => (0..plan.prefix_groups.clamp(1, crate::plan::MAX_PREFIX_GROUPS))
+                .map(|g| crate::plan::shared_prefix(plan.seed.unwrap_or(0), g, plan.prefix_tokens))
+                .collect(),
+            _ => Vec::new(),
+        },
+        // Forcing the length asks for it again as min_tokens, unless the plan's
+        // own body fields say otherwise.
+        "min_tokens": plan.force_output_lengths
+            && plan.endpoint.is_openai_chunks()
+            && !plan.extra_body.contains_key("min_tokens"),
+    })
+}
+
 /// The stages a plan runs: the warm-up (one request at a time), then each level.
 /// An SLO search decides its levels as it goes, which a load shape written
 /// beforehand cannot.
@@ -150,12 +197,6 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, Said> {
         return Err(said!(
             "an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure",
             "SLO 搜索只能在浏览器中运行：要在 Locust 上运行，请选择阶梯模式并给出要测的档位",
-        ));
-    }
-    if plan.lengths_vary() {
-        return Err(said!(
-            "lengths drawn per request run in the browser only for now: to run on Locust, give every request the same max_tokens and prompt length",
-            "按请求抽取的长度目前只能在浏览器中运行：要在 Locust 上运行，请让每个请求使用相同的 max_tokens 和提示词长度",
         ));
     }
     if plan.prompt_mode == PromptMode::File {

@@ -520,3 +520,144 @@ fn the_master_s_polls_of_the_server_s_metrics_are_read_as_the_page_reads_them() 
         None
     );
 }
+
+/// Plans whose lengths are drawn per request, one of each shape: every endpoint
+/// kind, both distributions, a generated prompt, a shared prefix, forcing.
+fn varying_plans() -> Vec<Plan> {
+    use crate::{
+        plan::{Lengths, PromptMode},
+        stream::EndpointKind,
+    };
+    let uniform = Lengths {
+        min: 8,
+        max: 64,
+        mean: None,
+        stdev: None,
+    };
+    let normal = Lengths {
+        min: 100,
+        max: 900,
+        mean: Some(400.0),
+        stdev: Some(150.0),
+    };
+    let mut plans = Vec::new();
+    for (endpoint, mode, output, input, force) in [
+        (
+            EndpointKind::Chat,
+            PromptMode::Unique,
+            Some(uniform),
+            None,
+            false,
+        ),
+        (
+            EndpointKind::Completions,
+            PromptMode::Same,
+            None,
+            Some(normal),
+            false,
+        ),
+        (
+            EndpointKind::Responses,
+            PromptMode::Unique,
+            Some(normal),
+            Some(uniform),
+            false,
+        ),
+        (
+            EndpointKind::Anthropic,
+            PromptMode::SharedPrefix,
+            Some(uniform),
+            None,
+            false,
+        ),
+        (
+            EndpointKind::Chat,
+            PromptMode::SharedPrefix,
+            Some(normal),
+            Some(normal),
+            true,
+        ),
+    ] {
+        let mut plan = plan();
+        plan.seed = Some(1234);
+        plan.endpoint = endpoint;
+        plan.prompt_mode = mode;
+        plan.prefix_tokens = 120;
+        plan.prefix_groups = 2;
+        plan.output_lengths = output;
+        plan.input_lengths = input;
+        if input.is_some() {
+            plan.prompt = PromptSpec::Tokens(300);
+        }
+        plan.force_output_lengths = force;
+        plans.push(plan);
+    }
+    plans
+}
+
+/// The cases of `fixtures/varying-bodies.json`: what the exported file is given
+/// (its setup's bodies and body) and what the page sends for each request.
+fn varying_cases() -> Value {
+    let mut cases = Vec::new();
+    for plan in varying_plans() {
+        let setup = embedded_setup(&locustfile(&plan).unwrap());
+        let bodies = Bodies::new(&plan, 1234);
+        let requests: Vec<Value> = [0u64, 1, 7, 1000]
+            .into_iter()
+            .map(|id| {
+                let expect: Value = serde_json::from_str(&bodies.body(id)).unwrap();
+                json!({"id": id, "asked": bodies.asked_tokens(id), "expect": expect})
+            })
+            .collect();
+        cases.push(json!({
+            "bodies": setup["bodies"],
+            "body": setup["body"],
+            "seed": 1234,
+            "requests": requests,
+        }));
+    }
+    json!({
+        "about": "Bodies of requests whose lengths are drawn per request (tokenmeter_core::plan::Bodies): the core writes them (src/locust/tests.rs holds this file to them; TOKENMETER_WRITE_FIXTURES=1 rewrites it) and the exported locustfile (e2e/locust/parity.py) must make each from its setup.",
+        "cases": cases,
+    })
+}
+
+#[test]
+fn the_file_makes_each_body_of_lengths_drawn_per_request_as_the_page_does() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/varying-bodies.json"
+    );
+    let want = varying_cases();
+    if std::env::var_os("TOKENMETER_WRITE_FIXTURES").is_some() {
+        std::fs::write(path, serde_json::to_string_pretty(&want).unwrap() + "\n").unwrap();
+    }
+    let have: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(
+        have, want,
+        "the fixture is what the core makes: rewrite it with TOKENMETER_WRITE_FIXTURES=1"
+    );
+    // Lengths vary as asked, and the file knows where each kind keeps them.
+    let asked: Vec<u64> = want["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["requests"].as_array().unwrap())
+        .filter_map(|r| r["asked"].as_u64())
+        .collect();
+    assert!(
+        asked
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 5,
+        "{asked:?}"
+    );
+    let keys: Vec<&str> = want["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["bodies"]["varying"]["max_key"].as_str().unwrap())
+        .collect();
+    assert!(keys.contains(&"max_output_tokens") && keys.contains(&"max_tokens"));
+}
