@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { track } from '../lib/children.mjs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { env, screenshotPath } from '../lib/browser.mjs';
@@ -145,4 +146,49 @@ test('a plan exported from the page runs on Locust (master + 2 workers) and come
   assert.match(await app.byTestId('environment-notes').textContent(), /Locust 2\.47\.0/);
   await app.screenshot(screenshotPath('locust-import.png'));
   await context.close();
+});
+
+test("a plan of a file's prompts runs on Locust with them, sending what the page sends", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'tokenmeter-locust-prompts-'));
+  const python = env('TOKENMETER_LOCUST_PYTHON');
+  const prompts = join(dir, 'mine.txt');
+  await writeFile(prompts, 'first of mine\n第二个提示词\nthird of mine\n');
+  const context = await suite.browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  const app = new AppPage(page);
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, 'api-key': KEY, levels: '1', 'requests-per-level': 5, 'max-tokens': 4, warmup: 0 });
+  await app.byTestId('prompt-mode').selectOption('file');
+  await app.byTestId('prompt-file').setInputFiles(prompts);
+  await app.byTestId('prompt-file-note').waitFor();
+  // One click, both files: the locustfile and the prompts beside it.
+  const downloads = [];
+  page.on('download', (d) => downloads.push(d));
+  await app.byTestId('export-locust').click();
+  for (let i = 0; i < 100 && downloads.length < 2; i++) await page.waitForTimeout(50);
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['tokenmeter_locustfile.py', 'tokenmeter_prompts.json']);
+  for (const d of downloads) await d.saveAs(join(dir, d.suggestedFilename()));
+  await context.close();
+
+  // Locust (one worker process, concurrency 1: request ids in send order) sends
+  // request n prompt n mod 3, as the page does.
+  const before = (await suite.sim.truth()).requests.length;
+  const out = join(dir, 'records.jsonl');
+  const locust = await run(python, ['-m', 'locust', '-f', 'tokenmeter_locustfile.py', '--headless', '--processes', '1', '--loglevel', 'WARNING'], {
+    cwd: dir,
+    envVars: { TOKENMETER_API_KEY: KEY, TOKENMETER_OUT: out },
+  });
+  assert.equal(locust.code, 0, locust.stderr.slice(-4000));
+  const records = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.kind === 'request');
+  const truth = new Map((await suite.sim.truth()).requests.slice(before).map((t) => [t.response_id, t]));
+  const hash = (text) => createHash('sha256').update(text).digest('hex');
+  const sent = records.sort((a, b) => a.sent_us - b.sent_us).map((r) => hash(truth.get(r.response_id).prompt_head));
+  const mine = ['first of mine', '第二个提示词', 'third of mine'].map(hash);
+  assert.deepEqual(sent, [0, 1, 2, 3, 4].map((i) => mine[i % 3]), 'each request the prompt the page would send it');
+
+  // A prompts file that is not the plan's is refused before anything is sent.
+  await writeFile(join(dir, 'tokenmeter_prompts.json'), '{"bodies": []}');
+  const refused = await run(python, ['-m', 'locust', '-f', 'tokenmeter_locustfile.py', '--headless', '--processes', '1'], { cwd: dir, envVars: { TOKENMETER_OUT: out } });
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /is not the prompts file this plan was exported with/);
 });

@@ -6,15 +6,18 @@ Every case of the fixture (crates/tokenmeter-core/tests/fixtures/stream-cases.js
 which the core's RecordBuilder passes in tests/locust_parity.rs) is fed to the
 file's Record chunk by chunk; each expected field must come out the same, so a
 Locust worker and the browser record one stream alike; and bytes after a closed
-stream (the fixture's after_end) change none of its records; prompt headers and
-the bodies of plans whose lengths are drawn per request (varying-bodies.json) are
-made as the core makes them. Exits 1 on the first difference, naming the case and
+stream (the fixture's after_end) change none of its records; prompt headers,
+the bodies of plans whose lengths are drawn per request and those of plans sending a
+file's prompts (varying-bodies.json; the latter from the prompts file, checked by its
+SHA-256) are made as the core makes them. Exits 1 on the first difference, naming the case and
 the field.
 """
 
 import importlib.util
 import json
+import os
 import sys
+import tempfile
 
 
 def as_bytes(chunk):
@@ -110,9 +113,38 @@ def main(locustfile, fixture_path):
                       % (request["id"], case["bodies"]["varying"]["max_key"], made, asked, request["expect"], request["asked"]))
                 return 1
             n_bodies += 1
+    # Bodies of plans sending a file's prompts, from the prompts file the core
+    # writes beside the locustfile, read as the file reads it (by its SHA-256).
+    files = json.load(open(fixture_path.replace("stream-cases.json", "varying-bodies.json"), encoding="utf-8"))["files"]
+    n_file_bodies = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, case in enumerate(files):
+            path = os.path.join(tmp, "prompts-%d.json" % n)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(case["file"])
+            bodies = module.read_prompts(case["prompts"], path)
+            for request in case["requests"]:
+                made = json.loads(module.file_body(case["seed"], request["id"], case["prompts"], bodies))
+                asked = module.file_asked(case["seed"], request["id"], case["prompts"])
+                if made != request["expect"] or asked != request["asked"]:
+                    print("request %d of a plan of a file's prompts (%s, %s): the file makes\n  %r (asks %r)\nwhere tokenmeter's core sends\n  %r (asks %r)"
+                          % (request["id"], case["prompts"]["order"], case["prompts"]["max_key"], made, asked, request["expect"], request["asked"]))
+                    return 1
+                n_file_bodies += 1
+            # Another file (one byte changed) is refused before anything is sent.
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(case["file"] + " ")
+            try:
+                module.read_prompts(case["prompts"], path)
+                print("a prompts file that is not the plan's was read")
+                return 1
+            except SystemExit as refused:
+                if "not the prompts file this plan was exported with" not in str(refused):
+                    print("a wrong prompts file was refused with %r" % str(refused))
+                    return 1
     print(
-        "%d streams recorded as the core records them; nothing after the end of %d of them changed a record; %d prompt headers and %d bodies of lengths drawn made alike"
-        % (len(cases), n_closed, len(headers), n_bodies)
+        "%d streams recorded as the core records them; nothing after the end of %d of them changed a record; %d prompt headers, %d bodies of lengths drawn and %d of a file's prompts made alike"
+        % (len(cases), n_closed, len(headers), n_bodies, n_file_bodies)
     )
     return 0
 

@@ -128,3 +128,87 @@ test('a bad file is refused with its line, in both languages, and nothing is sen
   assert.equal((await suite.sim.truth()).requests.length, before, 'nothing was sent');
   await page.close();
 });
+
+test("a ShareGPT file's conversations ask their own human turns, after the answers the simulator gave", async () => {
+  const chats = file(
+    'turns.json',
+    JSON.stringify([
+      {
+        id: 'long',
+        conversations: [
+          { from: 'system', value: 'sys-long ' },
+          { from: 'human', value: 'first question' },
+          { from: 'gpt', value: "the file's answer, never sent" },
+          { from: 'human', value: 'second question' },
+          { from: 'gpt', value: 'x' },
+          { from: 'human', value: '第三个问题' },
+          { from: 'gpt', value: 'y' },
+          { from: 'human', value: 'a fourth, past the plan' },
+        ],
+      },
+      { id: 'short', conversations: [{ from: 'human', value: 'only question' }, { from: 'gpt', value: 'z' }] },
+    ]),
+  );
+  const { page, app } = await open({ 'requests-per-level': 8, 'max-tokens': 3 });
+  await app.byTestId('prompt-file').setInputFiles(chats);
+  await app.byTestId('prompt-file-note').waitFor();
+  await app.byTestId('advanced').locator('summary').click();
+  await app.fill('turns', 3);
+  await app.run();
+  await app.waitForStatus('done');
+  const doc = await app.exportJson();
+  assert.equal(doc.plan.prompt_mode, 'file');
+  const truth = new Map((await suite.sim.truth()).requests.map((t) => [t.response_id, t]));
+  const sessions = new Map();
+  for (const r of [...doc.records].sort((a, b) => a.id - b.id)) {
+    assert.equal(r.error, null);
+    if (!sessions.has(r.turn.session)) sessions.set(r.turn.session, []);
+    sessions.get(r.turn.session).push({ r, t: truth.get(r.response_id) });
+  }
+  // In order: the long conversation (three turns, the plan's most), the short
+  // one (a single question), the long one again: 3 + 1 + 3 + 1 = 8 requests.
+  const shapes = [...sessions.values()].map((turns) => turns.map(({ r }) => `${r.turn.index}/${r.turn.n_turns}`).join(' '));
+  assert.deepEqual(shapes, ['0/3 1/3 2/3', '0/1', '0/3 1/3 2/3', '0/1']);
+  for (const turns of sessions.values()) {
+    const told = turns.map(({ t }) => t);
+    if (told.length === 1) {
+      assert.deepEqual([told[0].prompt_head, told[0].n_messages], ['only question', 1]);
+      continue;
+    }
+    // The system turn and the first question, then one message of the file's
+    // each turn, after the simulator's own answer.
+    assert.deepEqual(told.map((t) => t.n_messages), [2, 4, 6]);
+    assert.ok(told.every((t) => t.prompt_head.startsWith('sys-long first question')), told.map((t) => t.prompt_head).join(' | '));
+    assert.ok(told[0].prompt_tail.endsWith('first question'));
+    assert.ok(told[1].prompt_tail.endsWith('second question'), told[1].prompt_tail);
+    assert.ok(told[2].prompt_tail.endsWith('第三个问题'), told[2].prompt_tail);
+    assert.ok(told[1].prompt_tail.includes(told[0].text.slice(-8)), 'the answer the simulator gave goes on in the conversation');
+    assert.ok(!told.some((t) => t.prompt_tail.includes("never sent")), "the file's answers are not sent");
+    assert.ok(told[1].cached_tokens > 0 && told[2].cached_tokens > told[1].cached_tokens, 'later turns read the earlier ones from the cache');
+  }
+  // A conversation is whole at its own turns: all four.
+  assert.deepEqual([doc.levels[0].sessions.n_sessions, doc.levels[0].sessions.n_whole], [4, 4]);
+  await page.close();
+});
+
+test("the locustfile of a file's prompts comes with them, held by their SHA-256", async () => {
+  const { page, app } = await open();
+  await app.byTestId('prompt-file').setInputFiles(JSONL);
+  await app.byTestId('prompt-file-note').waitFor();
+  const downloads = [];
+  page.on('download', (d) => downloads.push(d));
+  await app.byTestId('export-locust').click();
+  for (let i = 0; i < 100 && downloads.length < 2; i++) await page.waitForTimeout(50);
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()), ['tokenmeter_locustfile.py', 'tokenmeter_prompts.json']);
+  const [locustfile, prompts] = await Promise.all(downloads.map(async (d) => readFileSync(await d.path())));
+  const line = locustfile.toString('utf8').split('\n').find((l) => l.startsWith('SETUP = json.loads('));
+  const setup = JSON.parse(JSON.parse(line.slice('SETUP = json.loads('.length, -1)));
+  assert.equal(setup.prompts.file, 'tokenmeter_prompts.json');
+  assert.equal(setup.prompts.sha256, createHash('sha256').update(prompts).digest('hex'));
+  assert.equal(setup.prompts.source.sha256, createHash('sha256').update(readFileSync(JSONL)).digest('hex'));
+  assert.ok(!locustfile.toString('utf8').includes('alpha prompt one'), 'the locustfile holds no prompt');
+  const bodies = JSON.parse(prompts.toString('utf8')).bodies;
+  assert.deepEqual(bodies.map((b) => b.messages.at(-1).content), ['alpha prompt one', 'beta prompt two', 'gamma 第三个提示词']);
+  assert.equal(await app.byTestId('plan-error').count(), 0);
+  await page.close();
+});

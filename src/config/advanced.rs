@@ -201,7 +201,7 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
                     value=d.turns
                     kind="number"
                     disabled=running
-                    hint=w("Each turn sends the conversation so far, the model's real answers in it, and a message of its own.", "每一轮都会发送到目前为止的对话（包含模型真实的回答）和一条新的消息。")
+                    hint=w("Each turn sends the conversation so far, the model's real answers in it, and a message of its own. With a ShareGPT file, each conversation asks its own human turns, at most this many.", "每一轮都会发送到目前为止的对话（包含模型真实的回答）和一条新的消息。使用 ShareGPT 文件时，每段对话依次发送文件中自己的人类轮次，最多这么多轮。")
                 />
                 <Field
                     label=w("Think time between turns (ms)", "轮次之间的思考时间（毫秒）")

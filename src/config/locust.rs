@@ -3,13 +3,18 @@
 //! reads the key from an environment variable when it runs; it never holds it.
 //!
 //! The locustfile's template is not in the page's WebAssembly: it is fetched
-//! from beside the page the first time it is needed, and kept.
+//! from beside the page the first time it is needed, and kept. A plan of a
+//! file's prompts downloads a second file to put beside the locustfile, the
+//! prompts as the bodies the page sends (`locust::PROMPTS_FILE`).
+
+use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
     error::{Lang, Said},
     locust,
     plan::Plan,
+    prompts::Prompts,
     said,
 };
 use wasm_bindgen::JsCast;
@@ -24,10 +29,10 @@ use crate::{
 };
 
 split_off! { locust:
-    /// The plan as a locustfile, from its `template`: in a split build, code
-    /// fetched on the first export.
-    fn locustfile(template: String, plan: Plan) -> Result<String, Said> {
-        locust::locustfile_from(&template, &plan)
+    /// The plan as a locustfile (and its prompts file), from its `template`: in
+    /// a split build, code fetched on the first export.
+    fn export(template: String, plan: Plan, prompts: Option<Arc<Prompts>>) -> Result<locust::Export, Said> {
+        locust::export(&template, &plan, prompts.as_deref())
     }
 }
 
@@ -35,6 +40,8 @@ split_off! { locust:
 pub fn LocustExport(
     draft: DraftSignals,
     base: StoredValue<Plan>,
+    /// A prompt file's prompts, in the page's memory.
+    prompts: RwSignal<Option<Arc<Prompts>>>,
     problems: RwSignal<Vec<Said>>,
 ) -> impl IntoView {
     let template = StoredValue::new(None::<String>);
@@ -43,6 +50,7 @@ pub fn LocustExport(
             Ok(plan) => plan,
             Err(why) => return problems.set(why),
         };
+        let prompts = prompts.get_untracked();
         leptos::task::spawn_local(async move {
             let fetched = match template.try_get_value().flatten() {
                 Some(text) => Ok(text),
@@ -50,7 +58,7 @@ pub fn LocustExport(
             };
             let file = match fetched {
                 Ok(text) => {
-                    let file = locustfile(text.clone(), plan)
+                    let file = export(text.clone(), plan, prompts)
                         .await
                         .unwrap_or_else(|missing| Err(missing.said()));
                     if file.is_ok() {
@@ -61,9 +69,12 @@ pub fn LocustExport(
                 Err(why) => Err(why),
             };
             match file {
-                Ok(file) => {
+                Ok(made) => {
                     problems.try_set(Vec::new());
-                    download(locust::FILE_NAME, "text/x-python", &file);
+                    download(locust::FILE_NAME, "text/x-python", &made.locustfile);
+                    if let Some(prompts) = &made.prompts {
+                        download(locust::PROMPTS_FILE, "application/json", prompts);
+                    }
                 }
                 Err(why) => {
                     problems.try_set(vec![why]);
@@ -83,14 +94,16 @@ pub fn LocustExport(
             <p class="field-note">
                 {move || match lang.get() {
                     Lang::En => format!(
-                        "The same plan on Locust {} workers, for more load than one browser: the key is read from {} when it runs. Import the records it writes under History.",
+                        "The same plan on Locust {} workers, for more load than one browser: the key is read from {} when it runs. Import the records it writes under History. A plan of your own prompts downloads {} too: put it beside the locustfile on every machine.",
                         locust::LOCUST_VERSION,
                         locust::KEY_ENV,
+                        locust::PROMPTS_FILE,
                     ),
                     Lang::Zh => format!(
-                        "同一个计划在 Locust {} 的 worker 上运行，负载可超过单个浏览器：运行时从 {} 读取密钥。它写出的记录可在“历史”中导入。",
+                        "同一个计划在 Locust {} 的 worker 上运行，负载可超过单个浏览器：运行时从 {} 读取密钥。它写出的记录可在“历史”中导入。使用自己提示词的计划还会下载 {}：请在每台机器上把它和 Locust 脚本放在一起。",
                         locust::LOCUST_VERSION,
                         locust::KEY_ENV,
+                        locust::PROMPTS_FILE,
                     ),
                 }}
             </p>

@@ -240,7 +240,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
                 </span>
             </div>
             <ShareLink draft=draft base=base problems=run.problems/>
-            <LocustExport draft=draft base=base problems=run.problems/>
+            <LocustExport draft=draft base=base prompts=prompts problems=run.problems/>
             <ImportConfig apply=apply_import notes=import_notes error=import_error/>
             <Show when=move || run.problems.with(|p| !p.is_empty())>
                 <ul class="problems" data-testid="plan-error">

@@ -175,6 +175,10 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
         plans: &target_plans,
         seed: plan.seed.unwrap_or_default(),
         conversation,
+        // A file's conversations, each with its own turns.
+        prompts: prompts
+            .as_deref()
+            .filter(|_| plan.prompt_mode == PromptMode::File),
     });
     let run = Measuring {
         plan: &plan,

@@ -14,6 +14,7 @@ use futures_util::{
 use serde_json::Value;
 use tokenmeter_core::{
     plan::{Conversation, Plan},
+    prompts::Prompts,
     record::{RecordOptions, RequestStart, Turn},
 };
 
@@ -24,13 +25,14 @@ use super::{
 };
 
 /// What a level of conversations needs beside its targets: each target's plan
-/// (their bodies are made turn by turn), the run's seed, and the conversation's
-/// shape.
+/// (their bodies are made turn by turn), the run's seed, the conversation's
+/// shape, and a file's conversations when the plan sends them.
 #[derive(Clone, Copy)]
 pub struct Conversing<'a> {
     pub plans: &'a [Plan],
     pub seed: u64,
     pub conversation: Conversation,
+    pub prompts: Option<&'a Prompts>,
 }
 
 /// What one level's scheduling needs.
@@ -123,13 +125,14 @@ impl Level<'_> {
     }
 
     /// `concurrency` lanes (per target, when interleaved), each holding one
-    /// conversation at a time: its turns one after another, each the conversation
-    /// so far with the model's real answers, `think_ms` after the answer before; a
+    /// conversation at a time: its turns one after another (the plan's, or a
+    /// file's conversation's own, at most the plan's), each the conversation so
+    /// far with the model's real answers, `think_ms` after the answer before; a
     /// turn that fails ends its conversation (the next has no answer to go on
-    /// from). Conversations start until they make `limit` requests (an equal share
-    /// per target, when interleaved) or `duration_ms` passed; one under way goes on
-    /// to its end, turn by turn, unless the time is up. Returns how many requests
-    /// were sent.
+    /// from). Conversations start until their turns make `limit` requests (an
+    /// equal share per target, when interleaved) or `duration_ms` passed; one
+    /// under way goes on to its end, turn by turn, unless the time is up. Returns
+    /// how many requests were sent.
     async fn conversations(
         &self,
         conversing: Conversing<'_>,
@@ -150,12 +153,14 @@ impl Level<'_> {
             plans,
             seed,
             conversation,
+            prompts,
         } = conversing;
-        // Conversations started and requests sent, per target of this level.
-        let started: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
+        // Turns of the conversations started, and requests sent, per target of
+        // this level.
+        let planned: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
         let sent: Vec<Cell<u32>> = (0..n_targets).map(|_| Cell::new(0)).collect();
-        let (started, sent) = (&started, &sent);
-        let n_sessions = conversation.sessions_for(limit / n_targets);
+        let (planned, sent) = (&planned, &sent);
+        let limit = limit / n_targets;
         let think = Duration::from_micros((conversation.think_ms * 1e3) as u64);
         let lanes = (0..concurrency * n_targets).map(|lane| async move {
             let slot = (lane % n_targets) as usize;
@@ -164,11 +169,13 @@ impl Level<'_> {
             if lane > 0 {
                 gloo_timers::future::sleep(Duration::ZERO).await;
             }
-            while !over() && started[slot].get() < n_sessions {
-                started[slot].set(started[slot].get() + 1);
+            while !over() && planned[slot].get() < limit {
                 let session = self.shared.next_session();
-                let mut history: Vec<Value> = Vec::with_capacity(2 * conversation.turns as usize);
-                for index in 0..conversation.turns {
+                let prompt = prompts.map(|p| plan.session_prompt(p, seed, session));
+                let n_turns = plan.session_turns(prompt);
+                planned[slot].set(planned[slot].get() + n_turns);
+                let mut history: Vec<Value> = Vec::with_capacity(2 * n_turns as usize + 2);
+                for index in 0..n_turns {
                     if index > 0 {
                         // The user reads the answer and types the next message.
                         let pause = gloo_timers::future::sleep(think);
@@ -182,7 +189,7 @@ impl Level<'_> {
                         break;
                     }
                     let id = self.shared.next_id();
-                    let (body, message) = plan.turn_body(seed, session, index, id, &history);
+                    let (body, said) = plan.turn_body(seed, session, index, id, &history, prompt);
                     sent[slot].set(sent[slot].get() + 1);
                     self.shared.level(self.index, |l| l.n_in_flight += 1);
                     let now = clock.now_us();
@@ -203,7 +210,11 @@ impl Level<'_> {
                     )
                     .await;
                     record.target = target as u32;
-                    record.turn = Some(Turn { session, index });
+                    record.turn = Some(Turn {
+                        session,
+                        index,
+                        n_turns,
+                    });
                     // The answer goes on in the conversation, not in the record.
                     let answer = record.output_text.take().unwrap_or_default();
                     let ok = record.is_ok();
@@ -211,7 +222,7 @@ impl Level<'_> {
                     if !ok {
                         break;
                     }
-                    history.push(message);
+                    history.extend(said);
                     history.push(serde_json::json!({"role": "assistant", "content": answer}));
                 }
             }

@@ -1554,6 +1554,7 @@ mod tests {
                 r.turn = Some(crate::record::Turn {
                     session: i / 3,
                     index: (i % 3) as u32,
+                    n_turns: 0,
                 });
                 r
             })
@@ -1564,6 +1565,7 @@ mod tests {
         first_hit[3].turn = Some(crate::record::Turn {
             session: 1,
             index: 0,
+            n_turns: 0,
         });
         assert!(prompt_cache(PromptMode::Unique, &first_hit).is_some());
     }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     error::{Said, Words},
-    prompts::{Prompt, PromptFile, Prompts},
+    prompts::{Format, Prompt, PromptFile, Prompts},
     said,
     stream::{request_body, BodySpec, EndpointKind},
     tagged::{need, WireError},
@@ -605,14 +605,6 @@ pub const MAX_THINK_MS: f64 = 600_000.0;
 /// Salts the headers of conversations' messages apart from requests' own.
 const TURN_SALT: u64 = 0x7075_726e_5f73_616c;
 
-impl Conversation {
-    /// The conversations that make `n_requests` requests (the last may be cut
-    /// short by the level's end, never by this count).
-    pub fn sessions_for(self, n_requests: u32) -> u32 {
-        n_requests.div_ceil(self.turns.max(1))
-    }
-}
-
 /// The Messages API version tokenmeter speaks (its `anthropic-version` header).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -931,7 +923,12 @@ impl Plan {
 
     /// The body spec of request `request_id` sending `prompt` from a file: as
     /// written (a chat's messages as they are), with its own output length.
-    fn file_request_spec(&self, seed: u64, request_id: u64, prompt: &Prompt) -> BodySpec {
+    pub(crate) fn file_request_spec(
+        &self,
+        seed: u64,
+        request_id: u64,
+        prompt: &Prompt,
+    ) -> BodySpec {
         let mut spec = BodySpec {
             max_tokens: self.asked_output_tokens(seed, request_id),
             ..self.body_spec()
@@ -985,14 +982,17 @@ impl Plan {
                 "多轮对话由聊天消息组成：请选择 chat、responses 或 anthropic 接口",
             ));
         }
-        if !matches!(
-            self.prompt_mode,
-            PromptMode::Unique | PromptMode::SharedPrefix
-        ) {
-            problems.push(said!(
+        match (self.prompt_mode, self.prompt_file.as_ref().map(|f| f.format)) {
+            (PromptMode::Unique | PromptMode::SharedPrefix, _)
+            | (PromptMode::File, Some(Format::Sharegpt) | None) => {}
+            (PromptMode::File, Some(Format::Jsonl | Format::Text)) => problems.push(said!(
+                "conversations from a file take their turns from a ShareGPT file's human turns: open one, or let tokenmeter make each message",
+                "来自文件的多轮对话取 ShareGPT 文件中的人类轮次：请打开这样的文件，或让 tokenmeter 生成每条消息",
+            )),
+            (PromptMode::Same, _) => problems.push(said!(
                 "conversations make each message of their own: choose each request its own prompt, or a shared prefix",
                 "多轮对话的每条消息都各不相同：请选择“每个请求各不相同”或“共享前缀”",
-            ));
+            )),
         }
         if self.input_lengths.is_some() {
             problems.push(said!(
@@ -1063,10 +1063,32 @@ impl Plan {
         format!("{prefix}{header}{}", self.prompt_text())
     }
 
+    /// The file's conversation that conversation `session` sends (with prompts
+    /// from a file): drawn as a file's prompts are, the session in place of the
+    /// request.
+    pub fn session_prompt<'p>(&self, prompts: &'p Prompts, seed: u64, session: u64) -> &'p Prompt {
+        let order = self
+            .prompt_file
+            .as_ref()
+            .map(|f| f.order)
+            .unwrap_or_default();
+        prompts.for_request(order, seed, session)
+    }
+
+    /// How many turns a conversation has: the plan's, or, sending a file's
+    /// conversation (`prompt`), as many of its human turns as the plan allows.
+    pub fn session_turns(&self, prompt: Option<&Prompt>) -> u32 {
+        let most = self.conversation.map_or(1, |c| c.turns.clamp(1, MAX_TURNS));
+        prompt.map_or(most, |p| p.n_turns().min(most))
+    }
+
     /// The body of request `request_id`, turn `turn` of conversation `session`:
     /// the conversation so far (`history`: the user's messages and the model's
-    /// answers, in order) then the turn's own message, which is returned too (the
-    /// conversation goes on with it).
+    /// answers, in order) then the turn's own messages, which are returned too
+    /// (the conversation goes on with them). With a file's conversation
+    /// (`prompt`), the turn's messages are the file's: its first turn's (system
+    /// turns and the first question) then one human turn each; past its last
+    /// turn, its last is asked again (callers stop at [`Plan::session_turns`]).
     pub fn turn_body(
         &self,
         seed: u64,
@@ -1074,12 +1096,26 @@ impl Plan {
         turn: u32,
         request_id: u64,
         history: &[Value],
-    ) -> (String, Value) {
-        let message =
-            serde_json::json!({"role": "user", "content": self.turn_prompt(seed, session, turn)});
-        let mut messages = Vec::with_capacity(history.len() + 1);
+        prompt: Option<&Prompt>,
+    ) -> (String, Vec<Value>) {
+        let said = match prompt {
+            None => vec![
+                serde_json::json!({"role": "user", "content": self.turn_prompt(seed, session, turn)}),
+            ],
+            Some(prompt) => match turn.checked_sub(1) {
+                None => prompt.messages(),
+                Some(later) => {
+                    let later_turns = prompt.later_turns();
+                    match later_turns.get(later as usize).or(later_turns.last()) {
+                        Some(text) => vec![serde_json::json!({"role": "user", "content": text})],
+                        None => prompt.messages(),
+                    }
+                }
+            },
+        };
+        let mut messages = Vec::with_capacity(history.len() + said.len());
         messages.extend_from_slice(history);
-        messages.push(message.clone());
+        messages.extend_from_slice(&said);
         let mut spec = BodySpec {
             max_tokens: self.asked_output_tokens(seed, request_id),
             messages: Some(messages),
@@ -1087,7 +1123,7 @@ impl Plan {
         };
         spec.extra = self.extra_body.clone();
         self.force(&mut spec);
-        (request_body(&spec).to_string(), message)
+        (request_body(&spec).to_string(), said)
     }
 
     /// Checks the plan; every problem is one sentence a user can act on.
@@ -1755,20 +1791,21 @@ mod tests {
             think_ms: 500.0,
         });
         assert!(plan.validate().is_ok());
-        let (first, said) = plan.turn_body(7, 4, 0, 20, &[]);
+        assert_eq!(plan.session_turns(None), 3);
+        let (first, said) = plan.turn_body(7, 4, 0, 20, &[], None);
         let first: Value = serde_json::from_str(&first).unwrap();
         assert_eq!(first["messages"].as_array().unwrap().len(), 1);
-        assert_eq!(first["messages"][0], said);
+        assert_eq!(first["messages"][0], said[0]);
         let history = vec![
-            said.clone(),
+            said[0].clone(),
             serde_json::json!({"role": "assistant", "content": "答一"}),
         ];
-        let (second, asked) = plan.turn_body(7, 4, 1, 21, &history);
+        let (second, asked) = plan.turn_body(7, 4, 1, 21, &history, None);
         let second: Value = serde_json::from_str(&second).unwrap();
         let messages = second["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[..2], history[..]);
-        assert_eq!(messages[2], asked);
+        assert_eq!(messages[2], asked[0]);
         // Every message its own: across turns, conversations and runs.
         let text = |seed, session, turn| plan.turn_prompt(seed, session, turn);
         assert_ne!(text(7, 4, 0), text(7, 4, 1));
@@ -1785,13 +1822,69 @@ mod tests {
         assert!(!plan
             .turn_prompt(7, 4, 1)
             .starts_with(&shared_prefix(7, 0, 200)));
+    }
+
+    #[test]
+    fn a_file_s_conversations_send_their_own_human_turns_after_the_model_s_answers() {
+        let prompts = crate::prompts::read(
+            "chats.json",
+            r#"[{"conversations": [{"from": "system", "value": "简短"}, {"from": "human", "value": "q1"}, {"from": "gpt", "value": "the file's answer"}, {"from": "human", "value": "q2"}, {"from": "gpt", "value": "x"}, {"from": "human", "value": "q3"}]},
+                {"conversations": [{"from": "human", "value": "only"}]}]"#
+                .as_bytes(),
+        )
+        .unwrap();
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+        plan.prompt_mode = PromptMode::File;
+        plan.prompt_file = Some(prompts.file.clone());
+        plan.conversation = Some(Conversation {
+            turns: 2,
+            think_ms: 0.0,
+        });
+        assert!(plan.validate().is_ok(), "{:?}", plan.validate());
+        // Sessions draw the file's conversations in order; the plan's turns cap
+        // each, and a conversation of one question is one turn.
+        let (a, b) = (
+            plan.session_prompt(&prompts, 7, 0),
+            plan.session_prompt(&prompts, 7, 1),
+        );
+        assert_eq!(plan.session_prompt(&prompts, 7, 2), a);
         assert_eq!(
-            Conversation {
-                turns: 3,
-                think_ms: 0.0
-            }
-            .sessions_for(8),
-            3
+            (plan.session_turns(Some(a)), plan.session_turns(Some(b))),
+            (2, 1)
+        );
+        plan.conversation.as_mut().unwrap().turns = 5;
+        assert_eq!(plan.session_turns(Some(a)), 3, "as many as the file has");
+
+        let (first, said) = plan.turn_body(7, 0, 0, 10, &[], Some(a));
+        let first: Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(said, a.messages(), "the system turn and the first question");
+        assert_eq!(first["messages"].as_array().unwrap()[..], said[..]);
+        let mut history = said;
+        history.push(serde_json::json!({"role": "assistant", "content": "the model's answer"}));
+        let (second, asked) = plan.turn_body(7, 0, 1, 11, &history, Some(a));
+        assert_eq!(
+            asked,
+            [serde_json::json!({"role": "user", "content": "q2"})]
+        );
+        let second: Value = serde_json::from_str(&second).unwrap();
+        let messages = second["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 4);
+        assert_eq!(
+            messages[2]["content"], "the model's answer",
+            "never the file's"
+        );
+        let (_, third) = plan.turn_body(7, 0, 2, 12, &history, Some(a));
+        assert_eq!(third[0]["content"], "q3");
+
+        // Only a ShareGPT file holds turns.
+        let mut lines = plan.clone();
+        lines.prompt_file.as_mut().unwrap().format = Format::Jsonl;
+        let problems = lines.validate().unwrap_err();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.en.contains("ShareGPT file's human turns")),
+            "{problems:?}"
         );
     }
 

@@ -1,7 +1,8 @@
 //! The user's own prompts, from a file opened in the page (never uploaded):
 //! JSON lines of `{"prompt": …}` or `{"messages": […]}` (OpenAI chat), a ShareGPT
 //! JSON array (`conversations` of `from`/`value`: the first human turn, after any
-//! system turn), or text with one prompt per line. A bad file is refused with the
+//! system turn, and the later human turns for a plan of conversations), or text
+//! with one prompt per line. A bad file is refused with the
 //! line (or the conversation) and why, in both languages, and nothing of it is
 //! kept. The plan keeps what identifies the file ([`PromptFile`]: name, size,
 //! count, SHA-256) and how requests draw from it ([`Order`]); the prompts travel to
@@ -82,12 +83,22 @@ pub fn missing(file: &PromptFile) -> Said {
 }
 
 /// One prompt: a text, or the messages of an OpenAI chat (each an object with a
-/// string `role` and a `content`, sent as written).
+/// string `role` and a `content`, sent as written), or a ShareGPT conversation of
+/// more than one human turn.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Prompt {
     Text(String),
     Messages(Vec<Value>),
+    /// A conversation's first turn (its system turns and first human turn, as
+    /// messages) and the human turns after it, in order. A single request sends
+    /// the first turn; a plan of conversations sends the later ones turn by turn,
+    /// after the model's own answers (the file's answers are not sent: a server
+    /// answers as it does, and the next turn goes on from that).
+    Conversation {
+        first: Vec<Value>,
+        later: Vec<String>,
+    },
 }
 
 impl Prompt {
@@ -96,7 +107,10 @@ impl Prompt {
     pub fn text(&self) -> String {
         match self {
             Prompt::Text(text) => text.clone(),
-            Prompt::Messages(messages) => messages
+            Prompt::Messages(messages)
+            | Prompt::Conversation {
+                first: messages, ..
+            } => messages
                 .iter()
                 .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
                 .collect::<Vec<_>>()
@@ -108,8 +122,25 @@ impl Prompt {
     pub fn messages(&self) -> Vec<Value> {
         match self {
             Prompt::Text(text) => vec![serde_json::json!({"role": "user", "content": text})],
-            Prompt::Messages(messages) => messages.clone(),
+            Prompt::Messages(messages)
+            | Prompt::Conversation {
+                first: messages, ..
+            } => messages.clone(),
         }
+    }
+
+    /// The user's messages after the first turn (a ShareGPT conversation's later
+    /// human turns; none for any other prompt).
+    pub fn later_turns(&self) -> &[String] {
+        match self {
+            Prompt::Conversation { later, .. } => later,
+            Prompt::Text(_) | Prompt::Messages(_) => &[],
+        }
+    }
+
+    /// How many turns the prompt has: its first, and each later one.
+    pub fn n_turns(&self) -> u32 {
+        1 + self.later_turns().len().min(u32::MAX as usize - 1) as u32
     }
 }
 
@@ -203,10 +234,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Prompts, Said> {
             "{name} 有 {n} 个提示词：最多读取 {MAX_PROMPTS} 个"
         ));
     }
-    let sha256 = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha256 = sha256_hex(bytes);
     Ok(Prompts {
         file: PromptFile {
             name: name.to_owned(),
@@ -218,6 +246,14 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Prompts, Said> {
         },
         prompts,
     })
+}
+
+/// SHA-256 of `bytes`, lowercase hex (as `sha256sum` prints it).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// JSON lines: one object per non-blank line.
@@ -313,7 +349,9 @@ fn object_prompt(value: &Value) -> Result<Prompt, Said> {
     }
 }
 
-/// A ShareGPT conversation's prompt: its system turns and first human turn.
+/// A ShareGPT conversation's prompt: its system turns and first human turn, and
+/// the human turns after it (the model's turns between them are left out: the
+/// server's own answers take their place).
 fn sharegpt_prompt(turns: &Value) -> Result<Prompt, Said> {
     let Value::Array(turns) = turns else {
         return Err(said!(
@@ -321,7 +359,9 @@ fn sharegpt_prompt(turns: &Value) -> Result<Prompt, Said> {
             "\"conversations\" 不是由轮次组成的列表"
         ));
     };
-    let mut messages = Vec::new();
+    let mut first = Vec::new();
+    let mut later = Vec::new();
+    let mut asked = false;
     for turn in turns {
         let from = turn.get("from").and_then(Value::as_str).unwrap_or_default();
         let Some(value) = turn.get("value").and_then(Value::as_str) else {
@@ -332,18 +372,31 @@ fn sharegpt_prompt(turns: &Value) -> Result<Prompt, Said> {
             "human" | "user" => "user",
             _ => continue,
         };
+        if asked {
+            // A system turn after the first question is the file's own aside; a
+            // blank human turn has nothing to send.
+            if role == "user" && !value.trim().is_empty() {
+                later.push(value.to_owned());
+            }
+            continue;
+        }
         let mut message = Map::new();
         message.insert("role".into(), role.into());
         message.insert("content".into(), value.into());
-        messages.push(Value::Object(message));
-        if role == "user" {
-            return Ok(Prompt::Messages(messages));
-        }
+        first.push(Value::Object(message));
+        asked = role == "user";
     }
-    Err(said!(
-        "no human turn (\"from\": \"human\") to send",
-        "没有可发送的人类轮次（\"from\": \"human\"）"
-    ))
+    if !asked {
+        return Err(said!(
+            "no human turn (\"from\": \"human\") to send",
+            "没有可发送的人类轮次（\"from\": \"human\"）"
+        ));
+    }
+    Ok(if later.is_empty() {
+        Prompt::Messages(first)
+    } else {
+        Prompt::Conversation { first, later }
+    })
 }
 
 #[cfg(test)]
@@ -387,12 +440,20 @@ mod tests {
         assert_eq!(sharegpt.file.format, Format::Sharegpt);
         assert_eq!(
             sharegpt.prompts[0],
-            Prompt::Messages(vec![
-                serde_json::json!({"role": "system", "content": "s"}),
-                serde_json::json!({"role": "user", "content": "你好"}),
-            ])
+            Prompt::Conversation {
+                first: vec![
+                    serde_json::json!({"role": "system", "content": "s"}),
+                    serde_json::json!({"role": "user", "content": "你好"}),
+                ],
+                later: vec!["later".into()],
+            }
         );
+        // A single request sends the first turn.
+        assert_eq!(sharegpt.prompts[0].text(), "s\n\n你好");
+        assert_eq!(sharegpt.prompts[0].n_turns(), 2);
         assert_eq!(sharegpt.prompts[1].text(), "q");
+        assert_eq!(sharegpt.prompts[1].n_turns(), 1);
+        assert!(sharegpt.prompts[1].later_turns().is_empty());
     }
 
     #[test]

@@ -440,6 +440,10 @@ pub struct Turn {
     pub session: u64,
     /// The turn, 0 for the first.
     pub index: u32,
+    /// How many turns the conversation has (a file's conversations have their
+    /// own; 0 in documents written before: the plan's `conversation.turns`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_turns: u32,
 }
 
 /// Options of a [`RecordBuilder`].

@@ -607,7 +607,11 @@ mod tests {
         .enumerate()
         {
             let mut r = record(i as u64, concurrency, i as u64 * 1_000_000, 4, ttft_gap);
-            r.turn = Some(crate::record::Turn { session, index });
+            r.turn = Some(crate::record::Turn {
+                session,
+                index,
+                n_turns: 0,
+            });
             records.push(r);
         }
         let doc = built("http://127.0.0.1:8000/v1", records);
@@ -642,7 +646,8 @@ mod tests {
             back.records[1].turn,
             Some(crate::record::Turn {
                 session: 0,
-                index: 1
+                index: 1,
+                n_turns: 0,
             })
         );
     }

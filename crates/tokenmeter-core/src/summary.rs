@@ -679,17 +679,22 @@ pub struct SessionFigures {
 }
 
 impl SessionFigures {
-    /// The conversations of `records` (one level's, warm-ups left out), of `turns`
-    /// turns each.
+    /// The conversations of `records` (one level's, warm-ups left out), each of
+    /// the turns its records say, or of `turns` (the plan's) where they do not.
     pub fn of<'a>(
         records: impl Iterator<Item = &'a RequestRecord>,
         turns: u32,
     ) -> Option<SessionFigures> {
-        // (session, first send, last end, successful turns).
-        let mut sessions: VecMap<u64, (u64, u64, u32)> = VecMap::new();
+        // (session, first send, last end, successful turns, turns it has).
+        let mut sessions: VecMap<u64, (u64, u64, u32, u32)> = VecMap::new();
         for r in records {
             let Some(turn) = r.turn else { continue };
-            let s = sessions.entry_or_insert_with(turn.session, || (r.sent_us, r.end_us, 0));
+            let own = if turn.n_turns == 0 {
+                turns
+            } else {
+                turn.n_turns
+            };
+            let s = sessions.entry_or_insert_with(turn.session, || (r.sent_us, r.end_us, 0, own));
             s.0 = s.0.min(r.sent_us);
             s.1 = s.1.max(r.end_us);
             s.2 += u32::from(r.is_ok());
@@ -699,7 +704,7 @@ impl SessionFigures {
         }
         let whole: Vec<f64> = sessions
             .values()
-            .filter(|s| s.2 >= turns)
+            .filter(|s| s.2 >= s.3)
             .map(|s| s.1.saturating_sub(s.0) as f64 / 1e3)
             .collect();
         Some(SessionFigures {
@@ -829,6 +834,53 @@ mod tests {
         assert_eq!(serde_json::from_str::<Vec<Distortion>>(&json).unwrap(), all);
         let error = serde_json::from_str::<Distortion>(r#"{"by":"engine"}"#).unwrap_err();
         assert!(error.to_string().contains("lag_p95_ms"), "{error}");
+    }
+
+    #[test]
+    fn a_conversation_is_whole_at_its_own_number_of_turns() {
+        use crate::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd, Turn};
+        let turn = |id: u64, session: u64, index: u32, n_turns: u32| {
+            let mut b = RecordBuilder::new(
+                RequestStart {
+                    id,
+                    concurrency: 1,
+                    warmup: false,
+                    wanted_us: id * 1_000_000,
+                    sent_us: id * 1_000_000,
+                },
+                RecordOptions::default(),
+            );
+            b.on_headers(200, Some("text/event-stream"), None, id * 1_000_000 + 1_000);
+            b.on_bytes(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n",
+                id * 1_000_000 + 2_000,
+            );
+            let mut r = b.finish(StreamEnd::Complete, id * 1_000_000 + 3_000);
+            r.turn = Some(Turn {
+                session,
+                index,
+                n_turns,
+            });
+            r
+        };
+        // A file's conversations: one of three turns, one of a single question,
+        // one of two cut after its first; and one written before turns were
+        // counted (the plan's three).
+        let records = [
+            turn(0, 0, 0, 3),
+            turn(1, 0, 1, 3),
+            turn(2, 0, 2, 3),
+            turn(3, 1, 0, 1),
+            turn(4, 2, 0, 2),
+            turn(5, 3, 0, 0),
+        ];
+        let figures = SessionFigures::of(records.iter(), 3).unwrap();
+        assert_eq!((figures.n_sessions, figures.n_whole), (4, 2));
+        // The whole ones: the first, from its first send to its last end.
+        assert_eq!(
+            figures.duration_ms.unwrap().max,
+            (records[2].end_us - records[0].sent_us) as f64 / 1e3
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!
 //! With `--export-locust DIR` it writes a plan (a tokenmeter plan, the article's
 //! `config.json`, or a run document's plan) as a locustfile and its pinned
-//! `requirements.txt` instead.
+//! `requirements.txt` instead; a plan of a file's prompts needs the file
+//! (`--prompts`), and writes `tokenmeter_prompts.json` beside them.
 //!
 //! Exit codes: 0 the SLO holds (or there is none), 1 it is broken, 2 the input or
 //! the arguments are wrong.
@@ -39,6 +40,10 @@ struct Args {
     /// directory, and nothing else.
     #[arg(long, value_name = "DIR")]
     export_locust: Option<PathBuf>,
+    /// With --export-locust, for a plan of prompts from a file: that file (the
+    /// plan names it by its SHA-256).
+    #[arg(long, value_name = "FILE", requires = "export_locust")]
+    prompts: Option<PathBuf>,
     /// The language of the printed report and the Markdown and HTML files.
     #[arg(long, default_value = "en", value_parser = ["en", "zh"])]
     lang: String,
@@ -92,7 +97,7 @@ fn run(args: &Args) -> Result<bool, String> {
     let text = fs::read_to_string(&args.input)
         .map_err(|err| format!("cannot read {}: {err}", args.input.display()))?;
     if let Some(dir) = &args.export_locust {
-        export_locust(&text, dir)?;
+        export_locust(&text, dir, args.prompts.as_deref())?;
         return Ok(true);
     }
     let lang = if args.lang == "zh" {
@@ -147,7 +152,11 @@ fn run(args: &Args) -> Result<bool, String> {
 
 /// Writes the plan in `text` (a plan, a `config.json`, or a run document's) as a
 /// locustfile and its requirements into `dir`.
-fn export_locust(text: &str, dir: &std::path::Path) -> Result<(), String> {
+fn export_locust(
+    text: &str,
+    dir: &std::path::Path,
+    prompts: Option<&std::path::Path>,
+) -> Result<(), String> {
     let plan = match RunDocument::from_json(text) {
         Ok(document) => document.plan,
         Err(_) => {
@@ -168,18 +177,37 @@ fn export_locust(text: &str, dir: &std::path::Path) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     })?;
+    let prompts = prompts
+        .map(|path| {
+            let bytes =
+                fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            tokenmeter_core::prompts::read(&name, &bytes).map_err(|why| why.en)
+        })
+        .transpose()?;
+    let made = locust::export(locust::TEMPLATE, &plan, prompts.as_ref())?;
     fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
-    for (name, contents) in [
-        (locust::FILE_NAME, locust::locustfile(&plan)?),
+    let mut written = vec![
+        (locust::FILE_NAME, made.locustfile),
         ("requirements.txt", locust::requirements()),
-    ] {
+    ];
+    written.extend(made.prompts.map(|text| (locust::PROMPTS_FILE, text)));
+    for (name, contents) in &written {
         let path = dir.join(name);
         fs::write(&path, contents)
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     }
+    let names: Vec<String> = written
+        .iter()
+        .map(|(name, _)| format!("{}/{name}", dir.display()))
+        .collect();
     println!(
-        "wrote {dir}/{file} and {dir}/requirements.txt
+        "wrote {names}
 run: pip install -r {dir}/requirements.txt && {key}=... locust -f {dir}/{file} --headless --processes 4",
+        names = names.join(", "),
         dir = dir.display(),
         file = locust::FILE_NAME,
         key = locust::KEY_ENV

@@ -179,6 +179,46 @@ fn a_config_json_becomes_a_locustfile_without_its_key() {
 }
 
 #[test]
+fn a_plan_of_a_file_s_prompts_exports_them_beside_the_locustfile() {
+    let dir =
+        std::env::temp_dir().join(format!("tokenmeter-report-{}-prompts", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prompts_path = dir.join("mine.txt");
+    std::fs::write(&prompts_path, "第一个提示词\nsecond prompt\n").unwrap();
+    let prompts =
+        tokenmeter_core::prompts::read("mine.txt", &std::fs::read(&prompts_path).unwrap()).unwrap();
+    let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
+    plan.prompt_mode = tokenmeter_core::plan::PromptMode::File;
+    plan.prompt_file = Some(prompts.file.clone());
+    let plan_path = dir.join("plan.json");
+    std::fs::write(&plan_path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let out = dir.join("out");
+    let args = [
+        plan_path.to_str().unwrap(),
+        "--export-locust",
+        out.to_str().unwrap(),
+    ];
+    // Without the file, it says which one the plan needs.
+    let (code, _, stderr) = report(&args);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("mine.txt: 2 prompts"), "{stderr}");
+    let mut with = args.to_vec();
+    with.extend(["--prompts", prompts_path.to_str().unwrap()]);
+    let (code, stdout, stderr) = report(&with);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tokenmeter_prompts.json"), "{stdout}");
+    let written = std::fs::read(out.join("tokenmeter_prompts.json")).unwrap();
+    let file = std::fs::read_to_string(out.join("tokenmeter_locustfile.py")).unwrap();
+    assert!(file.contains(&tokenmeter_core::prompts::sha256_hex(&written)));
+    assert!(String::from_utf8(written).unwrap().contains("第一个提示词"));
+    // Another file than the plan's is refused.
+    std::fs::write(&prompts_path, "other\n").unwrap();
+    let (code, _, stderr) = report(&with);
+    assert_eq!(code, 2, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn an_ab_run_prints_every_target_and_holds_each_to_the_slo() {
     let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
     plan.targets = vec![tokenmeter_core::plan::TargetSpec {

@@ -51,6 +51,8 @@ pub struct RequestTruth {
     /// together), and a chat's messages: what specs check a request sent, without
     /// keeping whole prompts of thousands of requests.
     pub prompt_head: String,
+    /// Its last characters (a chat's: its last message's end).
+    pub prompt_tail: String,
     pub n_messages: usize,
     /// Of those, the ones found in the prompt cache (no prefill for them).
     pub cached_tokens: u64,
@@ -97,6 +99,7 @@ impl RequestTruth {
             status: 200,
             prompt_tokens: 0,
             prompt_head: String::new(),
+            prompt_tail: String::new(),
             n_messages: 0,
             cached_tokens: 0,
             max_tokens: 0,

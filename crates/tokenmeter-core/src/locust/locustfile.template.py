@@ -17,6 +17,10 @@ Several machines:
 Kubernetes: run the same two commands as the master and worker pods of the
     Locust Helm chart, this file (and requirements.txt) mounted in each.
 
+A plan of your own prompts from a file needs tokenmeter_prompts.json, exported with
+this file, beside it on every machine (or named by $TOKENMETER_PROMPTS): it is
+checked by its SHA-256 before anything is sent.
+
 Every request is recorded as tokenmeter records it (the same fields, the same
 error kinds). Workers send their records to the master, which writes them as
 JSON lines to $TOKENMETER_OUT (default tokenmeter-locust.jsonl). Read the result
@@ -31,6 +35,7 @@ Open-loop arrivals are spread over one user per worker, merged back into the
 plan's rate. Locust's own statistics count each request once, end to end.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -120,6 +125,8 @@ def generated_prompt(n_tokens, cap):
 
 def asked_tokens(seed, request_id, bodies=None):
     """The output length request `request_id` asks for."""
+    if bodies is None and PROMPTS is not None:
+        return file_asked(seed, request_id, PROMPTS)
     varying = (bodies or BODIES)["varying"]
     if varying is None:
         return None
@@ -154,8 +161,77 @@ def varying_body(seed, request_id, bodies, body):
     return json.dumps(made, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+# -- a file's prompts ----------------------------------------------------------
+# The plan's own prompts, each as the body tokenmeter sends for it, in the file
+# beside this one (PROMPTS["file"]), checked by its SHA-256.
+PROMPTS = SETUP.get("prompts")
+PROMPTS_ENV = "TOKENMETER_PROMPTS"
+
+
+def read_prompts(prompts, path):
+    """The bodies of the prompts file at `path`, or SystemExit saying what to do
+    when it is missing or not the file this plan was exported with."""
+    source = prompts["source"]
+    again = (
+        "export it again from the tokenmeter page with this file (the plan's prompts: %s, %d prompts, sha256 %s…) and put it beside %s"
+        % (source["name"], source["count"], source["sha256"][:12], os.path.basename(__file__))
+    )
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise SystemExit("tokenmeter: cannot read the plan's prompts at %s (%s): %s" % (path, err.strerror or err, again))
+    if hashlib.sha256(data).hexdigest() != prompts["sha256"]:
+        raise SystemExit("tokenmeter: %s is not the prompts file this plan was exported with: %s" % (path, again))
+    bodies = json.loads(data.decode("utf-8"))["bodies"]
+    if len(bodies) != prompts["count"]:
+        raise SystemExit("tokenmeter: %s holds %d prompts where the plan has %d: %s" % (path, len(bodies), prompts["count"], again))
+    return bodies
+
+
+def _prompts_path(prompts):
+    return os.environ.get(PROMPTS_ENV) or os.path.join(os.path.dirname(os.path.abspath(__file__)), prompts["file"])
+
+
+PROMPT_BODIES = read_prompts(PROMPTS, _prompts_path(PROMPTS)) if PROMPTS else None
+
+
+def _mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def prompt_index(order, seed, request_id, n):
+    """Which of `n` prompts request `request_id` sends, as tokenmeter's
+    `Prompts::for_request` draws it: in order, or from the seed."""
+    if order == "random":
+        return _mix64((seed ^ 0x70726F6D7074 ^ ((request_id * 0x9E3779B97F4A7C15) & _M64)) & _M64) % n
+    return request_id % n
+
+
+def file_asked(seed, request_id, prompts):
+    """The output length request `request_id` asks for, sending a file's prompts."""
+    if prompts["output"] is None:
+        return prompts["max_tokens"]
+    return draw(prompts["output"], seed, request_id, prompts["output_salt"])
+
+
+def file_body(seed, request_id, prompts, bodies):
+    """The body of request `request_id` sending a file's prompts: its prompt's
+    body, with this request's output length (and min_tokens, when forced)."""
+    made = json.loads(json.dumps(bodies[prompt_index(prompts["order"], seed, request_id, len(bodies))]))
+    asked = file_asked(seed, request_id, prompts)
+    made[prompts["max_key"]] = asked
+    if prompts["min_tokens"]:
+        made["min_tokens"] = asked
+    return json.dumps(made, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def request_body(seed, request_id):
     """The body of request `request_id` of a run with `seed`."""
+    if PROMPTS is not None:
+        return file_body(seed, request_id, PROMPTS, PROMPT_BODIES)
     if BODIES["varying"] is not None:
         return varying_body(seed, request_id, BODIES, SETUP["body"])
     if not BODIES["unique"]:

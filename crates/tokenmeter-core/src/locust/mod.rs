@@ -11,6 +11,11 @@
 //! plan reads the server's metrics, the master polls them as the page does and
 //! writes each poll's known metrics as a `metrics` line.
 //!
+//! A plan of prompts from a file exports a second file beside the locustfile,
+//! [`PROMPTS_FILE`]: each of the file's prompts as the body the page sends for it
+//! (the output length set per request), which the locustfile checks by its
+//! SHA-256 before it sends anything and draws from as the page does.
+//!
 //! [`import`] turns those lines (from one master, or several workers' files put
 //! together) back into a [`RunDocument`], so every table, chart, verdict and
 //! export works on it unchanged. The key never enters the file: it is read from
@@ -23,6 +28,7 @@ use crate::{
     condition::RunCondition,
     error::{RequestError, Said},
     plan::{AuthStyle, Bodies, LoadMode, Plan, PromptMode},
+    prompts::{self, Prompts},
     record::{token_count, RequestRecord},
     report::{Environment, RunDocument, RunStatus},
     said,
@@ -36,6 +42,8 @@ pub const LOCUST_VERSION: &str = "2.47.0";
 pub const KEY_ENV: &str = "TOKENMETER_API_KEY";
 /// The exported file's name.
 pub const FILE_NAME: &str = "tokenmeter_locustfile.py";
+/// The file of a plan's own prompts, beside the locustfile.
+pub const PROMPTS_FILE: &str = "tokenmeter_prompts.json";
 /// The version of the record lines (`"tokenmeter_locust": 1`).
 pub const FORMAT: u64 = 1;
 
@@ -69,16 +77,25 @@ pub fn requirements() -> String {
     format!("locust=={LOCUST_VERSION}\n")
 }
 
+/// A plan for Locust: the locustfile, and, for a plan of prompts from a file, the
+/// text of [`PROMPTS_FILE`] to put beside it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Export {
+    pub locustfile: String,
+    pub prompts: Option<String>,
+}
+
 /// The plan as a locustfile (see the module docs), `Err` with what to do for a
 /// plan Locust cannot run as it is. The plan never holds the key, so neither does
 /// the file.
 pub fn locustfile(plan: &Plan) -> Result<String, Said> {
-    locustfile_from(TEMPLATE, plan)
+    export(TEMPLATE, plan, None).map(|e| e.locustfile)
 }
 
-/// [`locustfile`] from a `template` read elsewhere (the page fetches it): `Err`
-/// when it is not tokenmeter's template.
-pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
+/// The plan for Locust from a `template` read elsewhere (the page fetches it),
+/// with the file's `prompts` when the plan sends a file's: `Err` when the template
+/// is not tokenmeter's, or the prompts are not the file the plan names.
+pub fn export(template: &str, plan: &Plan, prompts: Option<&Prompts>) -> Result<Export, Said> {
     if !template.contains(TEMPLATE_MARK) {
         return Err(said!(
             "./{TEMPLATE_FILE} is not tokenmeter's Locust template (the host answered with something else): publish every file of the build's dist/ folder beside the page",
@@ -92,6 +109,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
         ));
     }
     let stages = stages(plan)?;
+    let prompts = file_prompts(plan, prompts)?;
     // The bodies as the page makes them: the text around each request's header
     // (`unique`), or one body for all. The seed is chosen when the file runs (on
     // the master) unless the plan has one.
@@ -117,6 +135,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
         "token_events_per_asked": crate::record::TOKEN_EVENTS_PER_ASKED,
         "token_events_slack": crate::record::TOKEN_EVENTS_SLACK,
         "stages": stages,
+        "prompts": prompts.as_ref().map(|(setup, _)| setup),
         // The server's own metrics, polled by the master as the page polls them.
         "metrics": plan.metrics_url().map(|url| json!({
             "url": url,
@@ -129,7 +148,7 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
     // A JSON string holding the JSON: also a Python string literal (serde_json
     // writes only escapes Python reads the same way, and UTF-8 as is).
     let literal = serde_json::to_string(&setup.to_string()).expect("a string serialises");
-    Ok(template
+    let locustfile = template
         .replace("{{VERSION}}", env!("CARGO_PKG_VERSION"))
         .replace("{{SUMMARY}}", &one_line(&summary(plan)))
         .replace(
@@ -141,7 +160,58 @@ pub fn locustfile_from(template: &str, plan: &Plan) -> Result<String, Said> {
             },
         )
         .replace("{{FILE}}", FILE_NAME)
-        .replace("{{SETUP_JSON}}", &literal))
+        .replace("{{SETUP_JSON}}", &literal);
+    Ok(Export {
+        locustfile,
+        prompts: prompts.map(|(_, text)| text),
+    })
+}
+
+/// For a plan of prompts from a file: what the locustfile's setup says of them
+/// (where they are, their SHA-256, how requests draw from them and ask for their
+/// lengths) and the text of [`PROMPTS_FILE`]; `None` for any other plan.
+fn file_prompts(plan: &Plan, prompts: Option<&Prompts>) -> Result<Option<(Value, String)>, Said> {
+    if plan.prompt_mode != PromptMode::File {
+        return Ok(None);
+    }
+    let Some(file) = plan.prompt_file.as_ref() else {
+        return Err(crate::plan::no_prompt_file());
+    };
+    let Some(prompts) = prompts.filter(|p| p.file.sha256 == file.sha256) else {
+        return Err(prompts::missing(file));
+    };
+    // Each prompt's body as the page sends it; the file sets each request's
+    // output length (and min_tokens, when forced) as `Bodies` does.
+    let bodies: Vec<Value> = prompts
+        .prompts
+        .iter()
+        .map(|prompt| request_body(&plan.file_request_spec(0, 0, prompt)))
+        .collect();
+    let text = json!({
+        "about": format!("The prompts of {} as the bodies tokenmeter sends, for {FILE_NAME} beside this file: it checks this file by its SHA-256 and sends nothing without it.", file.name),
+        "generated_by": format!("tokenmeter {}", env!("CARGO_PKG_VERSION")),
+        "source": file,
+        "bodies": bodies,
+    })
+    .to_string();
+    let lengths = plan
+        .output_lengths
+        .map(|l| json!({"min": l.min, "max": l.max, "mean": l.mean, "stdev": l.stdev}));
+    let setup = json!({
+        "file": PROMPTS_FILE,
+        "sha256": prompts::sha256_hex(text.as_bytes()),
+        "count": bodies.len(),
+        "source": file,
+        "order": file.order,
+        "output": lengths,
+        "output_salt": crate::plan::OUTPUT_SALT,
+        "max_tokens": plan.max_tokens,
+        "max_key": if plan.endpoint == EndpointKind::Responses { "max_output_tokens" } else { "max_tokens" },
+        "min_tokens": plan.force_output_lengths
+            && plan.endpoint.is_openai_chunks()
+            && !plan.extra_body.contains_key("min_tokens"),
+    });
+    Ok(Some((setup, text)))
 }
 
 /// How the file makes each body of a plan whose lengths are drawn per request, as
@@ -197,12 +267,6 @@ fn stages(plan: &Plan) -> Result<Vec<Value>, Said> {
         return Err(said!(
             "an SLO search runs in the browser only: to run on Locust, choose the ladder mode with the levels to measure",
             "SLO 搜索只能在浏览器中运行：要在 Locust 上运行，请选择阶梯模式并给出要测的档位",
-        ));
-    }
-    if plan.prompt_mode == PromptMode::File {
-        return Err(said!(
-            "prompts from a file run in the browser only for now: to run on Locust, choose each request its own prompt or a shared prefix",
-            "来自文件的提示词目前只能在浏览器中运行：要在 Locust 上运行，请选择“每个请求各自的提示词”或“共享前缀”",
         ));
     }
     if plan.conversation.is_some() {

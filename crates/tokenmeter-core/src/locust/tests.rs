@@ -78,13 +78,58 @@ fn an_slo_search_is_refused_with_what_to_do() {
         .contains("choose the ladder mode"));
 }
 
-#[test]
-fn prompts_from_a_file_are_refused_with_what_to_do() {
+/// A file of prompts: a ShareGPT conversation with a system turn, a chat, a
+/// text in Chinese.
+fn prompt_file() -> Prompts {
+    crate::prompts::read(
+        "mine.json",
+        r#"[{"conversations": [{"from": "system", "value": "简短回答"}, {"from": "human", "value": "什么是 prefill？"}]},
+            {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "what is TPOT?"}]},
+            {"prompt": "第三个 \"prompt\" \\ 带引号"}]"#
+            .as_bytes(),
+    )
+    .unwrap()
+}
+
+fn file_plan(prompts: &Prompts) -> Plan {
     let mut plan = plan();
     plan.prompt_mode = crate::plan::PromptMode::File;
-    plan.prompt_file = Some(crate::prompts::read("p.txt", b"a\n").unwrap().file);
-    let why = locustfile(&plan).unwrap_err();
-    assert!(why.contains("choose each request its own prompt"), "{why}");
+    plan.prompt_file = Some(prompts.file.clone());
+    plan
+}
+
+#[test]
+fn a_file_s_prompts_go_beside_the_locustfile_held_by_their_hash() {
+    let prompts = prompt_file();
+    let mine = file_plan(&prompts);
+    // Without the prompts, or with another file's, the export says what to do.
+    let why = export(TEMPLATE, &mine, None).unwrap_err();
+    assert!(why.en.contains("choose that file"), "{why}");
+    let other = crate::prompts::read("other.txt", b"x\n").unwrap();
+    assert!(export(TEMPLATE, &mine, Some(&other)).is_err());
+    let mut unnamed = mine.clone();
+    unnamed.prompt_file = None;
+    assert!(export(TEMPLATE, &unnamed, Some(&prompts)).is_err());
+
+    let made = export(TEMPLATE, &mine, Some(&prompts)).unwrap();
+    let text = made.prompts.expect("the prompts file");
+    let setup = embedded_setup(&made.locustfile);
+    let said = &setup["prompts"];
+    assert_eq!(said["file"], PROMPTS_FILE);
+    assert_eq!(said["sha256"], crate::prompts::sha256_hex(text.as_bytes()));
+    assert_eq!(said["count"], 3);
+    assert_eq!(said["source"]["sha256"], prompts.file.sha256.as_str());
+    // The locustfile holds no prompt; the prompts file holds each as its body.
+    assert!(!made.locustfile.contains("prefill？"));
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let bodies = file["bodies"].as_array().unwrap();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    assert_eq!(bodies[1]["messages"].as_array().unwrap().len(), 3);
+    // A plan of other prompts has none.
+    let plain = export(TEMPLATE, &plan(), None).unwrap();
+    assert_eq!(plain.prompts, None);
+    assert_eq!(embedded_setup(&plain.locustfile)["prompts"], Value::Null);
 }
 
 #[test]
@@ -177,7 +222,7 @@ fn what_a_user_typed_cannot_break_out_of_the_header() {
     plan.model = "m\"\"\"\nimport os; os.system('x') \\".into();
     let file = locustfile(&plan).unwrap();
     let docstring_end = file
-        .find("\"\"\"\n\nimport json")
+        .find("\"\"\"\n\nimport hashlib")
         .expect("the docstring ends once");
     let header = &file[..docstring_end];
     assert_eq!(
@@ -381,18 +426,21 @@ fn the_pins_the_tests_install_hold_this_locust() {
 #[test]
 fn a_page_served_instead_of_the_template_is_refused_with_what_to_do() {
     let index = "<!DOCTYPE html><html><body>tokenmeter</body></html>";
-    let why = locustfile_from(index, &plan()).unwrap_err();
+    let why = export(index, &plan(), None).unwrap_err();
     assert!(why.contains("locustfile.template.py"), "{why}");
     assert!(why.contains("dist/"), "{why}");
-    assert_eq!(locustfile_from(TEMPLATE, &plan()), locustfile(&plan()));
+    assert_eq!(
+        export(TEMPLATE, &plan(), None).map(|e| e.locustfile),
+        locustfile(&plan())
+    );
 }
 
 #[test]
 fn a_template_from_another_build_is_refused() {
     let older = TEMPLATE.replacen("import", "import  ", 1);
-    let why = locustfile_from(&older, &plan()).unwrap_err();
+    let why = export(&older, &plan(), None).unwrap_err();
     assert!(why.contains("from another build"), "{why}");
-    assert!(locustfile_from(TEMPLATE, &plan()).is_ok());
+    assert!(export(TEMPLATE, &plan(), None).is_ok());
 }
 
 #[test]
@@ -617,9 +665,28 @@ fn varying_cases() -> Value {
         }));
     }
     json!({
-        "about": "Bodies of requests whose lengths are drawn per request (tokenmeter_core::plan::Bodies): the core writes them (src/locust/tests.rs holds this file to them; TOKENMETER_WRITE_FIXTURES=1 rewrites it) and the exported locustfile (e2e/locust/parity.py) must make each from its setup.",
+        "about": "Bodies of requests whose lengths are drawn per request, and of requests sending a file's prompts (tokenmeter_core::plan::Bodies): the core writes them (src/locust/tests.rs holds this file to them; TOKENMETER_WRITE_FIXTURES=1 rewrites it) and the exported locustfile (e2e/locust/parity.py) must make each from its setup (and, for a file's, from the prompts file it checks by its SHA-256).",
         "cases": cases,
+        "files": file_cases(),
     })
+}
+
+/// The fixture as what it says: a prompts file's text is its JSON read (the
+/// order of its keys is serde_json's, which a build's features change), and its
+/// SHA-256 is checked to be the text's, then left out.
+fn as_read(fixture: &Value) -> Value {
+    let mut read = fixture.clone();
+    for case in read["files"].as_array_mut().unwrap() {
+        let text = case["file"].as_str().unwrap().to_owned();
+        assert_eq!(
+            case["prompts"]["sha256"],
+            crate::prompts::sha256_hex(text.as_bytes()),
+            "the setup holds the prompts file's own hash"
+        );
+        case["file"] = serde_json::from_str(&text).unwrap();
+        case["prompts"]["sha256"] = Value::Null;
+    }
+    read
 }
 
 #[test]
@@ -634,7 +701,8 @@ fn the_file_makes_each_body_of_lengths_drawn_per_request_as_the_page_does() {
     }
     let have: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(
-        have, want,
+        as_read(&have),
+        as_read(&want),
         "the fixture is what the core makes: rewrite it with TOKENMETER_WRITE_FIXTURES=1"
     );
     // Lengths vary as asked, and the file knows where each kind keeps them.
@@ -660,4 +728,55 @@ fn the_file_makes_each_body_of_lengths_drawn_per_request_as_the_page_does() {
         .map(|c| c["bodies"]["varying"]["max_key"].as_str().unwrap())
         .collect();
     assert!(keys.contains(&"max_output_tokens") && keys.contains(&"max_tokens"));
+}
+
+/// Plans of a file's prompts, one of each shape: every endpoint kind but
+/// completions' plain text too, both orders, lengths drawn and forced.
+fn file_cases() -> Vec<Value> {
+    use crate::{plan::Lengths, prompts::Order, stream::EndpointKind};
+    let prompts = prompt_file();
+    let normal = Lengths {
+        min: 10,
+        max: 90,
+        mean: Some(40.0),
+        stdev: Some(20.0),
+    };
+    [
+        (EndpointKind::Chat, Order::InOrder, None, false),
+        (
+            EndpointKind::Completions,
+            Order::Random,
+            Some(normal),
+            false,
+        ),
+        (EndpointKind::Responses, Order::InOrder, Some(normal), false),
+        (EndpointKind::Anthropic, Order::Random, None, false),
+        (EndpointKind::Chat, Order::Random, Some(normal), true),
+    ]
+    .into_iter()
+    .map(|(endpoint, order, output, force)| {
+        let mut plan = file_plan(&prompts);
+        plan.seed = Some(99);
+        plan.endpoint = endpoint;
+        plan.prompt_file.as_mut().unwrap().order = order;
+        plan.output_lengths = output;
+        plan.force_output_lengths = force;
+        let made = export(TEMPLATE, &plan, Some(&prompts)).unwrap();
+        let setup = embedded_setup(&made.locustfile);
+        let bodies = Bodies::with_prompts(&plan, 99, std::sync::Arc::new(prompts.clone()));
+        let requests: Vec<Value> = [0u64, 1, 2, 5, 1000]
+            .into_iter()
+            .map(|id| {
+                let expect: Value = serde_json::from_str(&bodies.body(id)).unwrap();
+                json!({"id": id, "asked": bodies.asked_tokens(id), "expect": expect})
+            })
+            .collect();
+        json!({
+            "prompts": setup["prompts"],
+            "file": made.prompts,
+            "seed": 99,
+            "requests": requests,
+        })
+    })
+    .collect()
 }

@@ -231,6 +231,12 @@ async fn handle(
     };
     truth.prompt_tokens = estimate_tokens(&ask.prompt);
     truth.prompt_head = ask.prompt.chars().take(PROMPT_HEAD_CHARS).collect();
+    let n_chars = ask.prompt.chars().count();
+    truth.prompt_tail = ask
+        .prompt
+        .chars()
+        .skip(n_chars.saturating_sub(PROMPT_HEAD_CHARS))
+        .collect();
     truth.n_messages = ask.n_messages;
     truth.cached_tokens = state
         .cache
