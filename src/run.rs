@@ -189,6 +189,7 @@ impl RunController {
     /// `on_finished` is called with every finished or cancelled run before it is
     /// shown (the app keeps it in history: a finished run is never lost);
     /// `finished_view` fetches what showing it needs (see [`ShowWhenReady`]).
+    // Long: the run's signals, and the worker's messages handled in one match.
     pub fn new(
         on_finished: impl Fn(&Arc<RunDocument>) + 'static,
         finished_view: ShowWhenReady,

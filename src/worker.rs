@@ -150,6 +150,7 @@ impl EngineWorker {
         sent.unwrap_or(Ok(()))
     }
 
+    // Long: the worker's start and its message handler, which share its state.
     fn start(&self) -> Result<Started, Said> {
         let generation = self.n_started.get_value() + 1;
         self.n_started.set_value(generation);

@@ -90,11 +90,18 @@ async function connect(wsUrl) {
       waiters.get(message.method)(message.params);
       waiters.delete(message.method);
     } else if (message.method === 'Target.attachedToTarget' && message.params.targetInfo.type === 'worker') {
-      // The worker waits for us: count its WebAssembly memory from its first line.
+      // The worker waits for us: count its WebAssembly memory from its first line
+      // (and, when asked, profile it from there).
       const { sessionId } = message.params;
       workers.add(sessionId);
-      page
-        .send('Runtime.evaluate', { expression: COUNT_WASM_MEMORY }, sessionId)
+      const profiling = profileEveryUs
+        ? page
+            .send('Profiler.enable', {}, sessionId)
+            .then(() => page.send('Profiler.setSamplingInterval', { interval: profileEveryUs }, sessionId))
+            .then(() => page.send('Profiler.start', {}, sessionId))
+        : Promise.resolve();
+      profiling
+        .then(() => page.send('Runtime.evaluate', { expression: COUNT_WASM_MEMORY }, sessionId))
         .finally(() => page.send('Runtime.runIfWaitingForDebugger', {}, sessionId))
         .catch(() => {});
     } else if (message.method === 'Target.detachedFromTarget') {
@@ -103,6 +110,8 @@ async function connect(wsUrl) {
   };
   /** Sessions of the page's dedicated workers, once `watchWorkers` was called. */
   const workers = new Set();
+  /** With `watchWorkers({ profileEveryUs })`: each worker's CPU sampled from its start. */
+  let profileEveryUs = 0;
   const page = {
     socket,
     /** A DevTools command, to the page or (with `sessionId`) one of its workers. */
@@ -118,8 +127,14 @@ async function connect(wsUrl) {
      * Attaches to the page's workers (those started from now on), each held at
      * its start until its WebAssembly memory is counted (see `heaps`).
      */
-    async watchWorkers() {
+    async watchWorkers({ profileEveryUs: every = 0 } = {}) {
+      profileEveryUs = every;
       await page.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
+    },
+    /** The CPU profiles of the workers (`watchWorkers({ profileEveryUs })`), stopped now. */
+    async workerProfiles() {
+      const profiles = await Promise.all([...workers].map((id) => page.send('Profiler.stop', {}, id).catch(() => null)));
+      return profiles.filter(Boolean).map((p) => p.profile);
     },
     /**
      * MiB in use: the V8 heap, and the WebAssembly memory (which V8's heap figures

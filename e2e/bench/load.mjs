@@ -24,6 +24,12 @@ const WAVES = Number(process.env.TOKENMETER_BENCH_WAVES ?? (SMOKE ? 1 : 4));
 const H2_LEVELS = (process.env.TOKENMETER_BENCH_H2 ?? (SMOKE ? '2' : '1,16,64,128,256')).split(',').filter(Boolean).map(Number);
 const H1_LEVELS = (process.env.TOKENMETER_BENCH_H1 ?? (SMOKE ? '1' : '1,2,4,6')).split(',').filter(Boolean).map(Number);
 
+// `TOKENMETER_BENCH_PROFILE=1`: the engine worker's CPU sampled every 100 µs, and
+// under each level's row what ran in its stalls (stretches of 20 ms or more with
+// no idle sample), by self time. For finding what holds the stamps back.
+const PROFILE = process.env.TOKENMETER_BENCH_PROFILE === '1';
+const STALL_MS = 20;
+
 const f = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '–');
 const pct = (x) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%` : '–');
 
@@ -80,6 +86,7 @@ async function truthOf(sim) {
 async function tokenmeterLevel(browser, site, sim, concurrency) {
   const page = await browser.newPage(site.url);
   await page.waitFor(`!!document.querySelector('[data-testid="run"]')`, 30_000);
+  if (PROFILE) await page.watchWorkers({ profileEveryUs: 100 });
   const fields = {
     'base-url': sim.baseUrl,
     levels: String(concurrency),
@@ -89,6 +96,7 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
   };
   await page.startRun(fields);
   await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 900_000, 500);
+  const profiles = PROFILE ? await page.workerProfiles() : [];
   const json = await page.exportJson();
   const doc = JSON.parse(json);
   await page.close();
@@ -112,7 +120,49 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
     busy: load ? `${f((100 * load.busy_ms) / load.wall_ms, 0)}%` : '–',
     notes: doc.environment.notes.filter((n) => !n.startsWith('timer resolution')),
     distorted: doc.levels[0]?.distorted?.by,
+    stalls: profiles.map(inStalls),
   };
+}
+
+/**
+ * What a CPU profile's stalls ran: stretches of STALL_MS or more whose samples
+ * are all busy (none idle), and in them the
+ * functions by self time, top 12.
+ */
+function inStalls(profile) {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const name = (id) => {
+    const frame = nodes.get(id).callFrame;
+    return frame.functionName || `(anonymous ${frame.url.split('/').at(-1)}:${frame.lineNumber})`;
+  };
+  // '(program)' is the browser's own native work on the worker's thread (handing
+  // it chunks and messages): busy, as far as a token's stamp is concerned.
+  const idle = (id) => nodes.get(id).callFrame.functionName === '(idle)';
+  const times = [];
+  let t = profile.startTime;
+  for (const d of profile.timeDeltas) times.push((t += d));
+  const stalls = [];
+  let from = null;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const busy = !idle(profile.samples[i]);
+    if (busy && from === null) from = i;
+    if ((!busy || i === profile.samples.length - 1) && from !== null) {
+      if ((times[i] - times[from]) / 1e3 >= STALL_MS) stalls.push([from, i]);
+      from = null;
+    }
+  }
+  const self = new Map();
+  let totalMs = 0;
+  for (const [a, b] of stalls) {
+    for (let i = a; i < b; i++) {
+      const ms = (times[i + 1] - times[i]) / 1e3;
+      self.set(name(profile.samples[i]), (self.get(name(profile.samples[i])) ?? 0) + ms);
+      totalMs += ms;
+    }
+  }
+  const longest = Math.max(0, ...stalls.map(([a, b]) => (times[b] - times[a]) / 1e3));
+  const top = [...self].sort((x, y) => y[1] - x[1]).slice(0, 12);
+  return { n: stalls.length, totalMs, longest, top };
 }
 
 /** The same level in the baseline page. */
@@ -158,6 +208,10 @@ function row(concurrency, tm, base) {
     ].join(' | ') + (tm.distorted ? ` (flagged: ${tm.distorted})` : ''),
   );
   for (const note of tm.notes) console.log(`    note: ${note}`);
+  for (const [i, s] of (tm.stalls ?? []).entries()) {
+    console.log(`    worker ${i}: ${s.n} stalls of ${STALL_MS} ms or more, ${f(s.totalMs, 0)} ms in all, the longest ${f(s.longest, 0)} ms; by self time:`);
+    for (const [fn, ms] of s.top) console.log(`      ${f(ms, 1).padStart(8)} ms  ${fn}`);
+  }
 }
 
 const site = await serveStatic(process.env.TOKENMETER_DIST, '/');

@@ -5,7 +5,10 @@
 // memory), and the browser's renderer process (both, and the browser's own share)
 // in all? Then hostile servers, one in a fresh tab each (its own engine worker):
 // what each request was counted as, the most bytes read of one answer, how long the
-// run took and the engine worker's peak memory. Prints figures; asserts nothing.
+// run took and the engine worker's peak memory. It also prints the page thread's
+// long tasks (the Long Tasks API: over 50 ms, what a user scrolling or hovering a
+// chart feels) during the run, at its end and in the export. Prints figures;
+// asserts nothing.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { serveStatic } from '../lib/static-server.mjs';
@@ -18,6 +21,14 @@ const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
 const N_REQUESTS = Number(process.env.TOKENMETER_BENCH_REQUESTS ?? (SMOKE ? 40 : 10_000));
 const CONCURRENCY = Number(process.env.TOKENMETER_BENCH_CONCURRENCY ?? (SMOKE ? 4 : 64));
 const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? (SMOKE ? 4 : 8));
+
+/** Keeps the page thread's long tasks, `[startTime, duration]` ms, from the page's start. */
+const LONG_TASKS = `(() => {
+  const tasks = (globalThis.__longTasks = []);
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) tasks.push([e.startTime, e.duration]);
+  }).observe({ type: 'longtask', buffered: true });
+})()`;
 
 /** Peak and current resident memory (MiB) of every Chromium renderer process. */
 function renderers() {
@@ -49,6 +60,7 @@ try {
     warmup: '2',
   };
   await page.watchWorkers();
+  await page.evaluate(LONG_TASKS);
   const started = Date.now();
   await page.startRun(fields);
   let peakDuring = 0;
@@ -70,6 +82,7 @@ try {
   }, 250);
   await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 1_800_000, 500);
   clearInterval(sampler);
+  const doneAt = await page.evaluate('performance.now()');
   await sampleHeaps();
   const seconds = (Date.now() - started) / 1e3;
   const shown = await page.evaluate(`({
@@ -84,6 +97,8 @@ try {
     return { bytes: text.length, records: doc.records.length, ok: doc.levels[0].n_ok };
   }`);
   const exportSeconds = (Date.now() - exportStarted) / 1e3;
+  const exportedAt = await page.evaluate('performance.now()');
+  const longTasks = await page.evaluate('globalThis.__longTasks');
   await sampleHeaps();
   const reloaded = page.once('Page.loadEventFired');
   await page.send('Page.reload');
@@ -105,6 +120,13 @@ try {
   const renderer = (list) => list.map((r) => `${r.peakMiB.toFixed(0)} MiB peak`).join(', ');
   const mib = (n) => `${n.toFixed(0)} MiB`;
   console.log(`peak in the page: ${mib(peak.pageJs)} JS heap + ${mib(peak.pageWasm)} WebAssembly memory; in the engine worker: ${mib(peak.workerJs)} JS heap + ${mib(peak.workerWasm)} WebAssembly memory`);
+  const tasks = (from, to) => {
+    const durations = longTasks.filter(([at]) => at >= from && at < to).map(([, ms]) => ms);
+    return durations.length
+      ? `${durations.length}, the longest ${Math.max(...durations).toFixed(0)} ms, ${durations.reduce((a, b) => a + b, 0).toFixed(0)} ms in all`
+      : 'none';
+  };
+  console.log(`page thread's long tasks (over 50 ms): during the run ${tasks(0, doneAt)}; export ${tasks(doneAt, exportedAt)}`);
   console.log(`renderer processes (page + engine worker share one): before ${renderer(before) || '–'}; at the end ${renderer(after)}; largest resident size sampled during the run ${peakDuring.toFixed(0)} MiB`);
   await page.close();
   await hostileServers();

@@ -167,6 +167,7 @@ fn auth_for(kind: EndpointKind, auth: RwSignal<AuthStyle>) {
 }
 
 #[component]
+// Long: the advanced settings' markup, one field after another.
 pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoView {
     let d = draft;
     view! {

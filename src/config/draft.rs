@@ -248,6 +248,7 @@ impl DraftSignals {
 
     /// Puts every field of `draft` into its signal. (Destructured, so that a field
     /// added to the draft cannot be forgotten here.)
+    // Long: every field of the form set from a plan, a line each.
     fn set(&self, draft: PlanDraft) {
         let PlanDraft {
             base_url,

@@ -96,6 +96,7 @@ split_off! { plans:
 }
 
 #[component]
+// Long: the plan panel's layout and its Run handler; its parts are components already.
 pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
     let draft = DraftSignals::new(PlanDraft::from_plan(&plan));
     let key = RwSignal::new(String::new());

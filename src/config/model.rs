@@ -19,6 +19,7 @@ use crate::language::{self, w, words};
 const MODELS_TIMEOUT_MS: u32 = 15_000;
 
 #[component]
+// Long: the field, its models fetch and its states share signals; split, they would pass them all around.
 pub fn ModelField(
     draft: DraftSignals,
     key: KeyState,

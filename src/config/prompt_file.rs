@@ -53,6 +53,7 @@ pub fn are_the_plans(loaded: Option<&Arc<Prompts>>, named: Option<&PromptFile>) 
 }
 
 #[component]
+// Long: the file input, its reading and its notes share the same signals.
 pub fn PromptFileField(
     draft: DraftSignals,
     prompts: RwSignal<Option<Arc<Prompts>>>,

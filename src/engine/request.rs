@@ -136,6 +136,7 @@ pub async fn send_turn(
     .await
 }
 
+// Long: one request from fetch to its record, in order: the hot path, each step handing its state to the next.
 async fn send_body(
     target: &Target,
     start: RequestStart,
@@ -380,6 +381,7 @@ struct Sink {
 /// chunk first, then hands it to the core: the browser's pipe reads the body, so
 /// no promise, closure or task of ours stands between a chunk's arrival and its
 /// stamp. `Err` carries the pipe's rejection (abort, network failure).
+// Long: the body's pipe with its timeout and Cancel: one select over them.
 async fn pipe_to_end(
     body: &ReadableStream,
     builder: RecordBuilder,

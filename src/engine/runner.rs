@@ -116,6 +116,7 @@ fn origin(url: &str) -> &str {
 }
 
 /// Runs a plan to the end (or to Cancel), posting progress and then the document.
+// Long: the run's phases in order; each is a function of its own, this is their sequence.
 pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorker)>) {
     let RunInput {
         run_id,

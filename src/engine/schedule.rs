@@ -133,6 +133,7 @@ impl Level<'_> {
     /// equal share per target, when interleaved) or `duration_ms` passed; one
     /// under way goes on to its end, turn by turn, unless the time is up. Returns
     /// how many requests were sent.
+    // Long: a conversation lane's loop, whose state is the conversation: its turns, the think time, the answers.
     async fn conversations(
         &self,
         conversing: Conversing<'_>,

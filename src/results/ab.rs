@@ -19,6 +19,7 @@ fn ms(value: Option<f64>) -> String {
 }
 
 #[component]
+// Long: the A/B panel's markup.
 pub fn AbPanel(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoView {
     let n_targets = document.ab.len() + 1;
     let names: Vec<String> = (0..n_targets)

@@ -29,6 +29,7 @@ use crate::{
 };
 
 #[component]
+// Long: the finished run's layout: its parts are components, this places them.
 pub fn Finished(
     document: Arc<RunDocument>,
     lang: RwSignal<Lang>,

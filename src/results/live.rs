@@ -38,6 +38,7 @@ const HEADINGS: [(&str, &str); 6] = [
 const FIGURES: [&str; 3] = ["ttft_p50", "ttft_p95", "output_tps"];
 
 #[component]
+// Long: the live view's markup.
 pub fn LiveView(run: RunController, lang: RwSignal<Lang>) -> impl IntoView {
     let progress: Memo<Option<Progress>> =
         Memo::new(move |_| run.view.with(|view| view.progress().cloned()));

@@ -13,6 +13,7 @@
 mod bench;
 mod csp;
 mod fuzz;
+mod lengths;
 mod procs;
 mod serve;
 mod setup;

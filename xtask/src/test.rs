@@ -27,6 +27,7 @@ pub const E2E_DIST: &str = "target/e2e-dist";
 /// Where the specs write screenshots for people to look at.
 pub const SCREENSHOTS: &str = "target/screenshots";
 
+// Long: the test command's layers in their order, a step each.
 pub fn run(args: &[String]) -> Result<()> {
     let started = Instant::now();
     let skip_browser = args.iter().any(|a| a == "--skip-browser");

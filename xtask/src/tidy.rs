@@ -8,7 +8,8 @@
 //! (`#[cfg(test)] mod tests`, `tests*.rs`) may use anything. A module missing from
 //! the table is an error: a new module says where it belongs.
 //!
-//! ARCHITECTURE.md#layers draws the same tables; this file is what holds.
+//! ARCHITECTURE.md#layers draws the same tables; this file is what holds. Tidy
+//! also holds functions to a length ([`crate::lengths`]).
 
 use std::{fs, path::Path};
 
@@ -97,16 +98,27 @@ pub fn run() -> Result<()> {
     for layering in [&CORE, &PAGE] {
         problems.extend(check(&root.join(layering.src), layering)?);
     }
-    if problems.is_empty() {
-        println!("tidy: the core's and the page's imports follow their layers");
-        Ok(())
-    } else {
-        Err(format!(
+    if !problems.is_empty() {
+        return Err(format!(
             "imports against the layering (xtask/src/tidy.rs, ARCHITECTURE.md#layers):\n  {}",
             problems.join("\n  ")
         )
-        .into())
+        .into());
     }
+    let long = crate::lengths::check_workspace(&root)?;
+    if !long.is_empty() {
+        return Err(format!(
+            "functions over {} lines with no reason given (xtask/src/lengths.rs):\n  {}",
+            crate::lengths::MAX_LINES,
+            long.join("\n  ")
+        )
+        .into());
+    }
+    println!(
+        "tidy: the core's and the page's imports follow their layers; no function is over {} lines without a reason",
+        crate::lengths::MAX_LINES
+    );
+    Ok(())
 }
 
 /// Every import in `src` against `layering`, as sentences.

@@ -47,12 +47,19 @@ pub fn apply(dist: &Path) -> Result<()> {
     }
     wasm_files.retain(|p| p.extension().is_some_and(|e| e == "wasm"));
     wasm_files.sort();
+    // `TOKENMETER_KEEP_NAMES=1` keeps the functions' names (a profile of the page
+    // then names them; the code is the same, the files larger).
+    let names = if std::env::var_os("TOKENMETER_KEEP_NAMES").is_some_and(|v| v == "1") {
+        "-g"
+    } else {
+        "--strip-debug"
+    };
     for file in &wasm_files {
         exec(
             Command::new("node")
                 .arg(&wasm_opt)
                 .arg(file)
-                .args(["-Oz", "--strip-debug", "--strip-producers"])
+                .args(["-Oz", names, "--strip-producers"])
                 .args(FEATURES)
                 .arg("-o")
                 .arg(file),

@@ -270,6 +270,7 @@ impl<'de> Deserialize<'de> for CauseWire {
 impl TryFrom<ConditionWire> for RunCondition {
     type Error = WireError;
 
+    // Long: the wire form of every condition kind read back, an arm each.
     fn try_from(w: ConditionWire) -> Result<Self, WireError> {
         let k = w.kind.as_str();
         let wrong_cause = || WireError::Missing {
@@ -390,6 +391,7 @@ impl TryFrom<InterruptionWire> for Interruption {
 
 impl RunCondition {
     /// The condition as a sentence a user can act on.
+    // Long: one sentence per condition kind, in both languages.
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
         match *self {

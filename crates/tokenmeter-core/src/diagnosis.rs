@@ -179,6 +179,7 @@ impl Finding {
     }
 
     /// The finding and what to try, in `lang`.
+    // Long: one sentence per diagnosis, in both languages.
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
         match *self {
@@ -334,6 +335,7 @@ fn gateway(document: &RunDocument, concurrency: u32) -> Option<Finding> {
 }
 
 /// The findings of `document`, in the order a person should read them.
+// Long: the diagnosis' rules in their order of precedence, read in one place.
 pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
     let mut findings = Vec::new();
     // The browser first: it changes how everything else reads.

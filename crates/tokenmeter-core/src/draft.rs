@@ -314,6 +314,7 @@ impl PlanDraft {
 
     /// Shows `plan` in the draft. Fields the plan's load mode does not use keep
     /// what they had (see the module docs).
+    // Long: every field of the form filled from a plan, a line each.
     pub fn fill(&mut self, plan: &Plan) {
         self.base_url = plan.base_url.clone();
         self.model = plan.model.clone();
@@ -422,6 +423,7 @@ impl PlanDraft {
 
     /// The plan the draft describes, on top of `base` (which gives what the form
     /// does not show: the E2E limit, the analysis parameters); every problem found.
+    // Long: every field of the form read into the plan, each with its own refusal.
     pub fn to_plan(&self, base: &Plan) -> Result<Plan, Vec<PlanProblem>> {
         use DraftField as F;
         let mut problems = Vec::new();

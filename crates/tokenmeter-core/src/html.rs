@@ -72,6 +72,7 @@ fn ms(v: Option<f64>) -> String {
 
 impl RunDocument {
     /// The report, in `lang`.
+    // Long: the HTML report's sections in their order.
     pub fn html(&self, lang: Lang) -> String {
         let mut out = String::with_capacity(64 * 1024);
         let status = match (self.status, lang) {

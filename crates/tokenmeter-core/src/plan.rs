@@ -1127,6 +1127,7 @@ impl Plan {
     }
 
     /// Checks the plan; every problem is one sentence a user can act on.
+    // Long: every rule of a plan, one after another, each a sentence a user can act on.
     pub fn validate(&self) -> Result<(), Vec<Said>> {
         let mut problems = Vec::new();
         if let Err(err) = normalize_base_url(&self.base_url) {
@@ -1655,6 +1656,7 @@ pub struct Imported {
 }
 
 /// Reads the article's `config.json` or our own plan format.
+// Long: the article's config.json, field by field.
 pub fn import_config(json: &str) -> Result<Imported, Said> {
     let value: Value = serde_json::from_str(json)
         .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;

@@ -801,6 +801,7 @@ impl RecordBuilder {
         });
     }
 
+    // Long: the SSE events of one read matched by kind: the hot path, kept in one loop.
     fn take_events(&mut self, events: &mut Vec<SseEvent>) {
         for event in events.drain(..) {
             if self.is_closed() {

@@ -230,6 +230,7 @@ fn pass_windows(records: &[RequestRecord], concurrency: Option<u32>) -> Vec<(u64
 
 impl RunDocument {
     /// Computes summaries and the verdict from the records.
+    // Long: the document assembled from its parts in order.
     pub fn build(
         run_id: String,
         started_at: String,

@@ -86,6 +86,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    // Long: every load mode's levels, an arm each.
     pub fn new(plan: &Plan) -> Schedule {
         let closed = |index, concurrency, n_planned, pass, target| LevelPlan {
             index,

@@ -171,6 +171,7 @@ impl LevelStats {
     }
 
     /// Adds one record. Warm-up requests are ignored.
+    // Long: one record into each of a level's accumulators, a few lines each.
     pub fn add(&mut self, record: &RequestRecord) {
         if record.warmup {
             return;
@@ -278,6 +279,7 @@ impl LevelStats {
     }
 
     /// Computes the figures; `slo` decides which requests count as goodput.
+    // Long: every figure of a level, a field each.
     pub fn summary(&self, slo: &Slo) -> Summary {
         let ms = |v: &[f64]| Distribution::of(v).map(|d| d.scaled(1.0 / US_PER_MS));
         let collect = |f: &dyn Fn(&OkRow) -> Option<f64>| -> Vec<f64> {

@@ -38,6 +38,7 @@ fn is_vllm_result(value: &Value) -> bool {
 
 /// The run document of a `bench serve` result, `Err` with what to do when `json`
 /// is not one, or has no per-request data.
+// Long: vLLM's result read field by field, each with its check.
 pub fn import(json: &str) -> Result<RunDocument, Said> {
     let value: Value = serde_json::from_str(json)
         .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;
@@ -214,6 +215,7 @@ fn plan_of(value: &Value, load: LoadMode, max_tokens: u64) -> Plan {
 /// A result without per-request data: one level from vLLM's own figures (mean,
 /// median, std and the percentiles it was asked for; the others stay missing, and
 /// the document says which), no records, so no timeline, CDF or tokens over time.
+// Long: a summary-only result's figures, a field each.
 fn summary_only(value: &Value) -> Result<RunDocument, Said> {
     let number = |key: &str| value.get(key).and_then(Value::as_f64);
     let count = |key: &str| value.get(key).and_then(Value::as_u64);

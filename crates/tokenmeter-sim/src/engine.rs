@@ -311,6 +311,7 @@ struct Running {
     emitted: u64,
 }
 
+// Long: the simulated engine's step loop: admit, prefill, decode, evict.
 fn run(
     params: EngineParams,
     jobs: mpsc::Receiver<Vec<Job>>,

@@ -62,6 +62,7 @@ fn per_level(
 /// The CDF of TTFT and of ITL, one curve per level. `None` when no request
 /// succeeded (or the run was kept without its records); the ITL panel only when
 /// per-token times were kept.
+// Long: one SVG drawn top to bottom: axes, curves, legend.
 pub fn cdf(document: &RunDocument, look: Look) -> Option<String> {
     let lang = look.lang;
     let ttft = per_level(document, &|r, out| {

@@ -370,6 +370,7 @@ impl Chart {
         svg.finish()
     }
 
+    // Long: one panel drawn top to bottom: frame, ticks, series, marks.
     fn draw_panel(&self, svg: &mut Svg, panel: &Panel, left: f64, right: f64) {
         let (plot_left, plot_right) = (left + LEFT, right - RIGHT);
         let (plot_top, plot_bottom) = (TOP, HEIGHT - BOTTOM);

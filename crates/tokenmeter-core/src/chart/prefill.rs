@@ -34,6 +34,7 @@ struct Level<'a> {
 
 /// The chart, or `None` when no level's input lengths varied enough for a slope
 /// (or the run was kept without its records).
+// Long: one SVG drawn top to bottom: axes, points per level, the fitted line, legend.
 pub fn ttft_by_input(document: &RunDocument, look: Look) -> Option<String> {
     let lang = look.lang;
     let levels: Vec<Level> = document

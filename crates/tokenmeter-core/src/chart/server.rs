@@ -52,6 +52,7 @@ const KV: Line = Line {
 
 /// The chart of a finished run whose server's metrics were read. `None` without
 /// samples within the run's measured time, or without records to place them by.
+// Long: one SVG drawn top to bottom: the shared time frame, four series, legend.
 pub fn server(document: &RunDocument, look: Look) -> Option<String> {
     let metrics: &ServerMetrics = document.environment.server_metrics.as_ref()?;
     let over = OverTime::frame_of(document)?;

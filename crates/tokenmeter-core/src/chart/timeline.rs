@@ -46,6 +46,7 @@ fn phases(r: &RequestRecord) -> Vec<(&'static str, u64, u64)> {
 /// The requests of the level at `concurrency` (warm-ups left out), as a timeline.
 /// `None` when the level has no request in `document.records` (a run kept without
 /// its records).
+// Long: one SVG drawn top to bottom: axes, levels, series, legend.
 pub fn timeline(document: &RunDocument, concurrency: u32, look: Look) -> Option<String> {
     let lang = look.lang;
     let requests: Vec<&RequestRecord> = document

@@ -489,6 +489,7 @@ fn server_metrics_of(
 
 /// The run document of Locust records (see the module docs), `Err` with what is
 /// wrong (and on which line) when they are not whole.
+// Long: Locust's lines read one by one, each kind's checks in place.
 pub fn import(text: &str) -> Result<RunDocument, Said> {
     let mut run: Option<RunLine> = None;
     let mut lines: Vec<(usize, Line)> = Vec::new();

@@ -174,6 +174,7 @@ impl Verdict {
 /// Analyses the per-level summaries of a ladder. A level marked
 /// [`distorted`](Summary::distorted) is left out, and the verdict says so first:
 /// its figures are the browser's or the engine's as much as the server's.
+// Long: the verdict's steps in order: the knee, the safe level, the SLO.
 pub fn analyse(summaries: &[Summary], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let points: Vec<LevelPoint> = summaries
         .iter()
@@ -283,6 +284,7 @@ fn noise_sentence(summaries: &[Summary]) -> Option<Sentence> {
 }
 
 /// Analyses level points (sorted here by concurrency).
+// Long: the knee and safe-concurrency rules in order, read in one place.
 pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let order = crate::stats::order_with(points.len(), &|a, b| {
         points[a].concurrency.cmp(&points[b].concurrency)

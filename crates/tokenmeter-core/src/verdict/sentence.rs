@@ -191,6 +191,7 @@ struct SentenceWire {
 impl TryFrom<SentenceWire> for Sentence {
     type Error = WireError;
 
+    // Long: the wire form of every verdict sentence read back, an arm each.
     fn try_from(w: SentenceWire) -> Result<Self, WireError> {
         let k = w.kind.as_str();
         Ok(match k {
@@ -297,6 +298,7 @@ impl TryFrom<SentenceWire> for Sentence {
 
 impl Sentence {
     /// The sentence in `lang`.
+    // Long: one sentence per verdict, in both languages.
     pub fn text(&self, lang: Lang) -> String {
         let zh = lang == Lang::Zh;
         match self {

@@ -176,6 +176,7 @@ fn parse_ask(endpoint: Endpoint, body: &[u8]) -> Result<Ask, String> {
     })
 }
 
+// Long: one request's handling in order: parse, faults, admission, the stream.
 async fn handle(
     state: Arc<AppState>,
     gate: Arc<Gate>,
@@ -300,6 +301,7 @@ async fn handle(
 /// token: a bad fault header or body (400), `echo-headers` (400), the key (401), the
 /// model (404), the `429`, `500`, `502` and `hang` faults, and the hostile servers'
 /// answers. `Err` is that early answer.
+// Long: admission with every fault that acts there, an arm each.
 async fn admit(
     state: &AppState,
     endpoint: Endpoint,

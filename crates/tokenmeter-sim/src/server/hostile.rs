@@ -51,6 +51,7 @@ pub(super) fn fault_of(faults: &Faults) -> Option<Fault> {
 
 /// The answer of hostile `fault` to request `id`; `hang` bounds the bodies written
 /// on a timer.
+// Long: one response per hostile fault, an arm each.
 pub(super) fn response(fault: Fault, id: u64, hang: Duration) -> Response {
     let event_stream = "text/event-stream; charset=utf-8";
     let (status, content_type, pieces): (StatusCode, &str, Pieces) = match fault {

@@ -73,6 +73,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 /// The text exposition of one moment, with `# HELP` and `# TYPE` lines as real
 /// servers write them.
 #[allow(clippy::too_many_arguments)]
+// Long: every metric in each server's names, written out.
 fn exposition(
     names: MetricsNames,
     model: &str,

@@ -63,6 +63,7 @@ pub struct SimServer {
 
 impl SimServer {
     /// Binds and starts serving in the background of the current tokio runtime.
+    // Long: the simulator's routes and listener set up in one place.
     pub async fn start(config: SimConfig) -> io::Result<SimServer> {
         let listener = TcpListener::bind((config.host, config.port)).await?;
         let addr = listener.local_addr()?;
