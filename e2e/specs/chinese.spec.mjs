@@ -23,7 +23,8 @@ const TECHNICAL = new Set(
    Firefox Tab SVG Locustfile Poisson LLM OpenAI pass key worker mod bench fetch
    usage.prompt_tokens usage.prompt_tokens_details.cached_tokens timings models
    metrics KV TGI Prometheus Anthropic Messages Responses OpenRouter Together AI
-   Fireworks Groq DeepSeek Text Generation Inference Ollama LM Studio responses messages`
+   Fireworks Groq DeepSeek Text Generation Inference Ollama LM Studio responses messages
+   ShareGPT tokenmeter_prompts.json`
     .split(/\s+/)
     .filter(Boolean),
 );
