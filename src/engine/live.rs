@@ -4,7 +4,10 @@
 //! how late its event loop ran while requests were in flight, and how long it spent
 //! in its own code.
 
-use std::cell::{Cell, RefCell};
+use std::{
+    cell::{Cell, RefCell},
+    rc::Rc,
+};
 
 use tokenmeter_core::{
     browser::Engine,
@@ -14,7 +17,7 @@ use tokenmeter_core::{
     report::EngineLoad,
 };
 
-use super::{clock::Clock, request::SendCost};
+use super::{clock::Clock, pace::Pacer, request::SendCost};
 use crate::protocol::{LevelProgress, LevelState, Progress};
 
 /// One level's engine-side accounting.
@@ -30,6 +33,8 @@ struct LevelLoad {
 /// The state the lanes, the progress ticker and the lag monitor share.
 pub struct Shared {
     pub clock: Clock,
+    /// Lets the lanes' sends through one per task.
+    pub pacer: Rc<Pacer>,
     records: RefCell<Vec<RequestRecord>>,
     progress: RefCell<Progress>,
     /// One accumulator per level, for the live percentiles.
@@ -54,6 +59,7 @@ impl Shared {
     pub fn new(clock: Clock, engine: Engine, n_warmup: u32, levels: &[(u32, u32)]) -> Shared {
         Shared {
             clock,
+            pacer: Rc::default(),
             records: RefCell::new(Vec::new()),
             progress: RefCell::new(Progress {
                 n_warmup,

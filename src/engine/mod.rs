@@ -9,6 +9,7 @@
 //! - [`cancel`]: aborting every request in flight at once;
 //! - [`runner`]: a run from warm-up to the document;
 //! - [`schedule`]: how one level sends (closed-loop lanes, open-loop arrivals);
+//! - [`pace`]: sends let through one per task of the event loop;
 //! - [`live`]: the records and live figures while a run goes, progress ≤ 10/s;
 //! - [`conditions`]: what the engine observes about itself (hidden page, lag,
 //!   timer resolution);
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod conditions;
 pub mod host;
 pub mod live;
+pub mod pace;
 pub mod request;
 pub mod runner;
 pub mod schedule;

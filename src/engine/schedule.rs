@@ -84,11 +84,9 @@ impl Level<'_> {
             let mut first = true;
             loop {
                 if lane > 0 || !first {
-                    // Each send in a task of its own: a `fetch` call costs the engine
-                    // about a millisecond, and a level's start, or a wave of requests
-                    // ending together, would otherwise send hundreds in one go and
-                    // hold back the stamps of the tokens arriving meanwhile.
-                    gloo_timers::future::sleep(Duration::ZERO).await;
+                    // Each send in a task of its own, the next one queued behind
+                    // what arrived meanwhile (see `pace`).
+                    self.shared.pacer.turn().await;
                 }
                 first = false;
                 let n_sent = &sent[(lane % n_targets) as usize];
@@ -168,7 +166,7 @@ impl Level<'_> {
             let target = if self.interleave { slot } else { self.target };
             let plan = &plans[target.min(plans.len() - 1)];
             if lane > 0 {
-                gloo_timers::future::sleep(Duration::ZERO).await;
+                self.shared.pacer.turn().await;
             }
             while !over() && planned[slot].get() < limit {
                 let session = self.shared.next_session();
@@ -184,7 +182,7 @@ impl Level<'_> {
                         futures_util::pin_mut!(pause, cancelled);
                         select(pause, cancelled).await;
                     } else {
-                        gloo_timers::future::sleep(Duration::ZERO).await;
+                        self.shared.pacer.turn().await;
                     }
                     if over() {
                         break;
