@@ -162,10 +162,7 @@ test("a plan of a file's prompts runs on Locust with them, sending what the page
   await app.byTestId('prompt-file').setInputFiles(prompts);
   await app.byTestId('prompt-file-note').waitFor();
   // One click, both files: the locustfile and the prompts beside it.
-  const downloads = [];
-  page.on('download', (d) => downloads.push(d));
-  await app.byTestId('export-locust').click();
-  for (let i = 0; i < 100 && downloads.length < 2; i++) await page.waitForTimeout(50);
+  const downloads = await app.downloadsOf('export-locust', 2);
   assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['tokenmeter_locustfile.py', 'tokenmeter_prompts.json']);
   for (const d of downloads) await d.saveAs(join(dir, d.suggestedFilename()));
   await context.close();

@@ -137,6 +137,24 @@ export class AppPage {
     );
   }
 
+  /**
+   * Clicks `testid` and returns the `n` downloads it starts (an export of several
+   * files), in the order they came, waiting up to `timeoutMs` for them all.
+   */
+  async downloadsOf(testid, n, timeoutMs = 10_000) {
+    const downloads = [];
+    const keep = (d) => downloads.push(d);
+    this.page.on('download', keep);
+    try {
+      await this.byTestId(testid).click();
+      const deadline = Date.now() + timeoutMs;
+      while (downloads.length < n && Date.now() < deadline) await this.page.waitForTimeout(50);
+    } finally {
+      this.page.off('download', keep);
+    }
+    return downloads;
+  }
+
   /** Clicks `export-json` and returns the downloaded run document, parsed. */
   async exportJson() {
     const [download] = await Promise.all([

@@ -196,10 +196,7 @@ test("the locustfile of a file's prompts comes with them, held by their SHA-256"
   const { page, app } = await open();
   await app.byTestId('prompt-file').setInputFiles(JSONL);
   await app.byTestId('prompt-file-note').waitFor();
-  const downloads = [];
-  page.on('download', (d) => downloads.push(d));
-  await app.byTestId('export-locust').click();
-  for (let i = 0; i < 100 && downloads.length < 2; i++) await page.waitForTimeout(50);
+  const downloads = await app.downloadsOf('export-locust', 2);
   assert.deepEqual(downloads.map((d) => d.suggestedFilename()), ['tokenmeter_locustfile.py', 'tokenmeter_prompts.json']);
   const [locustfile, prompts] = await Promise.all(downloads.map(async (d) => readFileSync(await d.path())));
   const line = locustfile.toString('utf8').split('\n').find((l) => l.startsWith('SETUP = json.loads('));

@@ -188,7 +188,6 @@ fn block_end(lines: &[&str], start: usize) -> Option<usize> {
 
 /// `text` with its comments, strings and characters blanked (line breaks kept),
 /// so that only the code's own braces are counted.
-// Long: a lexer: one loop over the characters, an arm per kind of token.
 fn code_only(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
@@ -252,40 +251,34 @@ fn code_only(text: &str) -> String {
                 out.push(keep(k));
             }
             i = j;
-        } else if c == '"' {
-            out.push(' ');
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < chars.len() {
-                    out.push(keep(chars[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
-        } else if c == '\'' && is_char_literal(&chars, i) {
-            out.push(' ');
-            i += 1;
-            while i < chars.len() && chars[i] != '\'' {
-                if chars[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                out.push(' ');
-                i += 1;
-            }
-            out.push(' ');
-            i += 1;
+        } else if c == '"' || (c == '\'' && is_char_literal(&chars, i)) {
+            i = blank_quoted(&chars, i, &mut out);
         } else {
             out.push(c);
             i += 1;
         }
     }
     out
+}
+
+/// Blanks the string or character literal that opens at `i` (its quote) into
+/// `out`, escapes included, line breaks kept; returns where it ends.
+fn blank_quoted(chars: &[char], mut i: usize, out: &mut String) -> usize {
+    let quote = chars[i];
+    out.push(' ');
+    i += 1;
+    while i < chars.len() && chars[i] != quote {
+        if chars[i] == '\\' {
+            out.push(' ');
+            i += 1;
+        }
+        if i < chars.len() {
+            out.push(if chars[i] == '\n' { '\n' } else { ' ' });
+            i += 1;
+        }
+    }
+    out.push(' ');
+    i + 1
 }
 
 fn is_ident(c: Option<&char>) -> bool {
