@@ -4,10 +4,7 @@
 //! how late its event loop ran while requests were in flight, and how long it spent
 //! in its own code.
 
-use std::{
-    cell::{Cell, RefCell},
-    rc::Rc,
-};
+use std::cell::{Cell, RefCell};
 
 use tokenmeter_core::{
     browser::Engine,
@@ -34,7 +31,7 @@ struct LevelLoad {
 pub struct Shared {
     pub clock: Clock,
     /// Lets the lanes' sends through one per task.
-    pub pacer: Rc<Pacer>,
+    pub pacer: Pacer,
     records: RefCell<Vec<RequestRecord>>,
     progress: RefCell<Progress>,
     /// One accumulator per level, for the live percentiles.
@@ -59,7 +56,7 @@ impl Shared {
     pub fn new(clock: Clock, engine: Engine, n_warmup: u32, levels: &[(u32, u32)]) -> Shared {
         Shared {
             clock,
-            pacer: Rc::default(),
+            pacer: Pacer::default(),
             records: RefCell::new(Vec::new()),
             progress: RefCell::new(Progress {
                 n_warmup,
