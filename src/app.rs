@@ -2,7 +2,10 @@
 //! wiring between them (a finished run goes to history before it is shown).
 
 use leptos::prelude::*;
-use tokenmeter_core::{error::Lang, plan::Plan, said};
+use tokenmeter_core::{
+    said,
+    schema::{Lang, Plan},
+};
 
 use crate::{
     config::ConfigPanel,
@@ -141,9 +144,9 @@ fn SharedRun(run: RunController, history: History) -> impl IntoView {
 #[derive(Clone)]
 enum SharedState {
     Reading,
-    Shown(std::sync::Arc<tokenmeter_core::report::RunDocument>),
+    Shown(std::sync::Arc<tokenmeter_core::schema::RunDocument>),
     Kept,
-    Refused(tokenmeter_core::error::Said),
+    Refused(tokenmeter_core::schema::Said),
 }
 
 impl SharedState {

@@ -6,8 +6,8 @@
 //! through it.
 
 use leptos::prelude::*;
-use tokenmeter_core::error::Lang;
-pub use tokenmeter_core::error::Words;
+use tokenmeter_core::schema::Lang;
+pub use tokenmeter_core::Words;
 
 /// A text in English and Chinese.
 pub const fn w(en: &'static str, zh: &'static str) -> Words {

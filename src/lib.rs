@@ -61,8 +61,8 @@ impl From<leptos::wasm_split::SplitLoaderError> for PieceMissing {
 
 impl PieceMissing {
     /// What happened and what to do, in both languages.
-    pub fn said(&self) -> tokenmeter_core::error::Said {
-        tokenmeter_core::error::Said {
+    pub fn said(&self) -> tokenmeter_core::schema::Said {
+        tokenmeter_core::schema::Said {
             en: "the page could not fetch part of its code (a file in the build's tokenmeter-*-split/ folder): publish every file of the build's dist/ folder beside the page, then reload".into(),
             zh: "页面无法获取它的一部分代码（构建产物 tokenmeter-*-split/ 文件夹中的文件）：请把构建的 dist/ 文件夹中的所有文件与页面放在一起发布，然后重新加载".into(),
         }

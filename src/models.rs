@@ -3,9 +3,8 @@
 
 use js_sys::{Array, Reflect};
 use tokenmeter_core::{
-    error::{ErrorKind, Lang, Said},
-    plan::Plan,
     said,
+    schema::{ErrorKind, Lang, Plan, Said},
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

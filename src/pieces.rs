@@ -29,11 +29,9 @@ use std::{future::Future, sync::Arc};
 
 use futures_util::{future::LocalBoxFuture, FutureExt};
 use tokenmeter_core::{
-    error::Said,
-    plan::Plan,
-    record::RequestRecord,
-    report::{Environment, RunDocument, RunStatus},
-    said, share,
+    said,
+    schema::{Environment, Plan, RequestRecord, RunDocument, RunStatus, Said},
+    share,
 };
 
 use crate::{protocol::FromWorker, PieceMissing};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tokenmeter_core::{
-    condition::RunCondition, error::Said, plan::Plan, prompts::Prompts, record::RequestRecord,
-    report::RunDocument,
+    schema::{Plan, RequestRecord, RunCondition, RunDocument, Said},
+    Prompts,
 };
 
 /// Page → worker.

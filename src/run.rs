@@ -14,13 +14,11 @@ use std::{rc::Rc, sync::Arc, time::Duration};
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::OverTime,
-    condition::{Interruption, RunCondition},
-    error::Said,
-    plan::Plan,
-    prompts::Prompts,
-    record::RequestRecord,
-    report::{Environment, RunDocument, RunStatus},
     said,
+    schema::{
+        Environment, Interruption, Plan, RequestRecord, RunCondition, RunDocument, RunStatus, Said,
+    },
+    Prompts,
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
 

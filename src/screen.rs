@@ -4,7 +4,7 @@
 //! page as a context by [`Screen::watch`].
 
 use leptos::prelude::*;
-use tokenmeter_core::{chart::Look, error::Lang};
+use tokenmeter_core::{chart::Look, schema::Lang};
 use wasm_bindgen::{closure::Closure, JsCast};
 
 /// Screens at most this wide get the narrow charts: below it, two panels side by

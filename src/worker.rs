@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use wasm_bindgen::{prelude::Closure, JsCast, JsValue};
 use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use tokenmeter_core::{error::Said, said};
+use tokenmeter_core::{said, schema::Said};
 
 use crate::protocol::{FromWorker, ToWorker};
 

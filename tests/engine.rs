@@ -11,11 +11,7 @@ use tokenmeter::engine::{
     clock::Clock,
     request::{send, Target},
 };
-use tokenmeter_core::{
-    error::ErrorKind,
-    plan::Bodies,
-    record::{RecordOptions, RequestStart},
-};
+use tokenmeter_core::{schema::ErrorKind, Bodies, RecordOptions, RequestStart};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -183,7 +179,7 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         },
         protocol::FromWorker,
     };
-    use tokenmeter_core::plan::{LoadMode, Plan};
+    use tokenmeter_core::schema::{LoadMode, Plan};
 
     let mut plan = Plan::default_for_simulator(sim_url());
     plan.load = LoadMode::Ladder {
@@ -242,7 +238,7 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
         "{notes}"
     );
     // The same, typed: the page renders these in its language.
-    use tokenmeter_core::condition::RunCondition;
+    use tokenmeter_core::schema::RunCondition;
     let conditions = &document.environment.conditions;
     assert!(conditions.iter().any(
         |c| matches!(c, RunCondition::HiddenPage { concurrency: 1, hidden_ms } if *hidden_ms > 0.0)
@@ -292,7 +288,7 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
         },
         protocol::FromWorker,
     };
-    use tokenmeter_core::plan::{LoadMode, Plan};
+    use tokenmeter_core::schema::{LoadMode, Plan};
 
     let mut plan = Plan::default_for_simulator(sim_url());
     plan.load = LoadMode::Ladder {
@@ -320,10 +316,7 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
     let Some(FromWorker::Finished { document }) = messages.last() else {
         panic!("the run ends with its document");
     };
-    use tokenmeter_core::{
-        condition::RunCondition,
-        lag::{LAG_DISTORTS_P95_MS, LAG_NOTE_MS},
-    };
+    use tokenmeter_core::{schema::RunCondition, LAG_DISTORTS_P95_MS, LAG_NOTE_MS};
     assert_eq!(document.environment.engine_load.len(), 2);
     for (load, level) in document
         .environment
@@ -361,10 +354,7 @@ async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
         },
         protocol::FromWorker,
     };
-    use tokenmeter_core::{
-        plan::{LoadMode, Plan},
-        report::RunStatus,
-    };
+    use tokenmeter_core::schema::{LoadMode, Plan, RunStatus};
 
     // One arrival every 20 s: after the first, the scheduler waits for the second.
     let mut plan = Plan::default_for_simulator(sim_url());

@@ -4,9 +4,8 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::{LengthDist, LoadKind},
-    plan::AuthStyle,
-    stream::EndpointKind,
+    schema::{AuthStyle, EndpointKind},
+    LengthDist, LoadKind,
 };
 
 use super::draft::{DraftSignals, LengthSignals};

@@ -4,11 +4,8 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, TargetDraft},
-    error::Said,
-    plan::{AbOrder, AuthStyle, Plan, PromptMode},
-    prompts::{Order, PromptFile},
-    stream::EndpointKind,
+    schema::{AbOrder, AuthStyle, EndpointKind, Order, Plan, PromptFile, PromptMode, Said},
+    LengthDist, LengthsDraft, LoadKind, PlanDraft, TargetDraft,
 };
 
 /// One more target of an A/B plan on the form.

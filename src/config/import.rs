@@ -3,7 +3,7 @@
 //! [`super::ConfigPanel`]); this is the form and its messages.
 
 use leptos::prelude::*;
-use tokenmeter_core::error::Said;
+use tokenmeter_core::schema::Said;
 
 use crate::{
     files::read_file,

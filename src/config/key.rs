@@ -9,9 +9,8 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokenmeter_core::{
-    error::{Lang, Said},
-    plan::origin,
-    said,
+    origin, said,
+    schema::{Lang, Said},
 };
 
 use crate::{

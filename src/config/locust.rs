@@ -11,11 +11,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    error::{Lang, Said},
-    locust,
-    plan::Plan,
-    prompts::Prompts,
-    said,
+    locust, said,
+    schema::{Lang, Plan, Said},
+    Prompts,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;

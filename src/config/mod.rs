@@ -27,15 +27,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    browser::{self, Engine, HTTP1_CONNECTIONS_PER_HOST},
-    draft::PlanDraft,
-    error::{Lang, Said},
-    plan::{
-        import_config, is_mixed_content, normalize_base_url, parse_levels, Imported, Plan,
-        PromptMode,
-    },
-    prompts::Prompts,
-    said,
+    import_config, is_mixed_content, is_plain_http, normalize_base_url, parse_levels, said,
+    schema::{Engine, Lang, Plan, PromptMode, Said},
+    will_queue, Imported, PlanDraft, Prompts, HTTP1_CONNECTIONS_PER_HOST,
 };
 
 use self::{
@@ -159,7 +153,7 @@ pub fn ConfigPanel(plan: Plan, run: RunController) -> impl IntoView {
                     let loaded = prompts.get_untracked();
                     if !prompt_file::are_the_plans(loaded.as_ref(), Some(file)) {
                         run.problems
-                            .set(vec![tokenmeter_core::prompts::missing(file)]);
+                            .set(vec![tokenmeter_core::missing_prompt_file(file)]);
                         return;
                     }
                     loaded
@@ -327,10 +321,8 @@ fn ConnectionWarning(draft: DraftSignals) -> impl IntoView {
             .ok()
             .and_then(|l| l.last().copied())
             .unwrap_or(0);
-        let plain = draft.base_url.with(|url| browser::is_plain_http(url));
-        let queues = draft
-            .base_url
-            .with(|url| browser::will_queue(engine, url, top));
+        let plain = draft.base_url.with(|url| is_plain_http(url));
+        let queues = draft.base_url.with(|url| will_queue(engine, url, top));
         let max = HTTP1_CONNECTIONS_PER_HOST;
         queues.then(|| {
             let next = max + 1;

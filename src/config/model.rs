@@ -6,9 +6,8 @@ use std::{cell::Cell, rc::Rc};
 use gloo_timers::callback::Timeout;
 use leptos::prelude::*;
 use tokenmeter_core::{
-    error::Said,
-    plan::{normalize_base_url, Plan},
-    said,
+    normalize_base_url, said,
+    schema::{Plan, Said},
 };
 use web_sys::AbortController;
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    error::Said,
-    prompts::{self, Order, PromptFile, Prompts},
-    said,
+    missing_prompt_file, said,
+    schema::{Order, PromptFile, Said},
+    Prompts,
 };
 
 use super::draft::DraftSignals;
@@ -43,7 +43,7 @@ split_off! { prompt_files:
     /// A prompt file read and hashed: a split build fetches the readers when the
     /// first file is chosen.
     fn read_prompts(name: String, bytes: Vec<u8>) -> Result<Prompts, Said> {
-        prompts::read(&name, &bytes)
+        tokenmeter_core::read_prompts(&name, &bytes)
     }
 }
 
@@ -119,7 +119,7 @@ pub fn PromptFileField(
                     .into_any()
                 }
                 (Some(file), false) => {
-                    let said = prompts::missing(&file);
+                    let said = missing_prompt_file(&file);
                     view! {
                         <p class="callout warn" data-testid="prompt-file-needed">{move || said.text(lang.get()).to_owned()}</p>
                     }

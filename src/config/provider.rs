@@ -7,7 +7,7 @@
 //! `provider-note` (`data-provider`).
 
 use leptos::prelude::*;
-use tokenmeter_core::provider::{self, Provider, PROVIDERS};
+use tokenmeter_core::{matching_provider, provider, Provider, PROVIDERS};
 
 use super::draft::DraftSignals;
 use crate::language::{self, w, words};
@@ -21,13 +21,13 @@ pub fn ProviderField(draft: DraftSignals, running: Signal<bool>) -> impl IntoVie
     // The preset the fields are: chosen here, or a plan's that matches one
     // exactly (a link, an import); typing makes it custom again.
     let chosen = Memo::new(move |_| {
-        provider::matching(
+        matching_provider(
             draft.base_url.get().trim_end_matches('/'),
             draft.endpoint.get(),
         )
     });
     let choose = move |id: String| {
-        let Some(p) = provider::provider(&id) else {
+        let Some(p) = provider(&id) else {
             return;
         };
         let Provider {

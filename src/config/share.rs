@@ -2,7 +2,7 @@
 //! server, and a plan never holds the key.
 
 use leptos::prelude::*;
-use tokenmeter_core::{error::Said, plan::Plan};
+use tokenmeter_core::schema::{Plan, Said};
 
 use super::draft::DraftSignals;
 use crate::language::{w, words};

@@ -5,9 +5,8 @@
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    draft::TargetDraft,
-    error::Lang,
-    plan::{AbOrder, Plan, MAX_TARGETS},
+    schema::{AbOrder, Lang, Plan},
+    TargetDraft, MAX_TARGETS,
 };
 
 use super::draft::{DraftSignals, TargetRow};

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use tokenmeter_core::{
-    condition::{self, RunCondition},
-    network::TimedBy,
-    report::{EngineLoad, Environment},
+    engine_lag, no_response_before_probe, no_response_from_probes,
+    schema::{EngineLoad, Environment, RunCondition, TimedBy},
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -61,7 +60,7 @@ pub fn level_conditions(concurrency: u32, hidden_ms: f64, load: &EngineLoad) -> 
             hidden_ms,
         });
     }
-    conditions.extend(condition::engine_lag(
+    conditions.extend(engine_lag(
         concurrency,
         load.lag_max_ms,
         load.lag_p95_ms,
@@ -122,7 +121,7 @@ pub async fn no_response(
     environment: &Environment,
 ) -> RunCondition {
     let page_origin = environment.page_origin.clone();
-    let cause = match condition::no_response_before_probe(
+    let cause = match no_response_before_probe(
         page_origin.as_deref(),
         base_url,
         environment.cross_origin_isolated == Some(true),
@@ -132,7 +131,7 @@ pub async fn no_response(
             let url = format!("{}/models", base_url.trim_end_matches('/'));
             let reached = probe(&url, RequestMode::NoCors).await;
             let readable = reached && probe(&url, RequestMode::Cors).await;
-            condition::no_response_from_probes(reached, readable)
+            no_response_from_probes(reached, readable)
         }
     };
     RunCondition::NoResponse {

@@ -7,11 +7,8 @@
 use std::cell::{Cell, RefCell};
 
 use tokenmeter_core::{
-    browser::Engine,
-    lag::{LagHistogram, StallLog},
-    live::{LiveFigures, LiveLevel},
-    record::RequestRecord,
-    report::EngineLoad,
+    schema::{Engine, EngineLoad, RequestRecord},
+    LagHistogram, LiveFigures, LiveLevel, StallLog,
 };
 
 use super::{clock::Clock, pace::Pacer, request::SendCost};

@@ -16,8 +16,8 @@ use futures_util::future::{select, Either};
 use gloo_timers::callback::Timeout;
 use js_sys::Uint8Array;
 use tokenmeter_core::{
-    plan::Bodies,
-    record::{BrowserTiming, RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
+    schema::{BrowserTiming, RequestRecord},
+    Bodies, RecordBuilder, RecordOptions, RequestStart, StreamEnd,
 };
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -342,10 +342,10 @@ fn resource_timing(
     let on_clock = |ms: f64| (ms > 0.0).then(|| ((ms - clock.origin_ms()) * 1e3).max(0.0) as u64);
     let protocol = if !entry.protocol.is_empty() {
         Some(entry.protocol)
-    } else if tokenmeter_core::browser::is_plain_http(url) {
+    } else if tokenmeter_core::is_plain_http(url) {
         // Hidden without Timing-Allow-Origin, but no browser speaks anything but
         // HTTP/1.1 over plain http://.
-        Some(tokenmeter_core::browser::HTTP1.to_owned())
+        Some(tokenmeter_core::HTTP1.to_owned())
     } else {
         None
     };

@@ -7,14 +7,12 @@
 use std::{rc::Rc, sync::Arc, time::Duration};
 
 use tokenmeter_core::{
-    condition::RunCondition,
-    error::{ErrorKind, Said},
-    network::{Network, TimedBy, PROBES_AFTER, PROBES_BEFORE},
-    plan::{self, Bodies, Plan, PromptMode},
-    prompts::{self, Prompts},
-    record::{RecordOptions, RequestRecord, RequestStart},
-    report::{EngineLoad, Environment, RunDocument, RunStatus},
-    schedule::{Schedule, Sending},
+    missing_prompt_file, origin,
+    schema::{
+        EngineLoad, Environment, ErrorKind, Network, Plan, PromptMode, RequestRecord, RunCondition,
+        RunDocument, RunStatus, Said, TimedBy,
+    },
+    Bodies, Prompts, RecordOptions, RequestStart, Schedule, Sending, PROBES_AFTER, PROBES_BEFORE,
 };
 
 use super::{
@@ -106,15 +104,6 @@ fn target_key<'a>(
     slot.or(own(api_key).filter(|_| same_origin))
 }
 
-/// `scheme://host:port` of a URL.
-fn origin(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let end = url[after_scheme..]
-        .find('/')
-        .map_or(url.len(), |i| after_scheme + i);
-    &url[..end]
-}
-
 /// Runs a plan to the end (or to Cancel), posting progress and then the document.
 // Long: the run's phases in order; each is a function of its own, this is their sequence.
 pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorker)>) {
@@ -160,7 +149,7 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     // plan reads it.
     let server_metrics = plan.metrics_url().map(|url| {
         // Only on the endpoint's own origin do polls share its connections.
-        let shared_connections = plan::origin(&url) == plan::origin(&plan.base_url);
+        let shared_connections = origin(&url) == origin(&plan.base_url);
         super::server_metrics::start(
             url,
             shared_connections,
@@ -238,7 +227,7 @@ fn prepare(
         .filter(|_| plan.prompt_mode == PromptMode::File)
     {
         if prompts.map(|p| &p.file.sha256) != Some(&file.sha256) {
-            return Err(vec![prompts::missing(file)]);
+            return Err(vec![missing_prompt_file(file)]);
         }
     }
     // The run's prompts come from the plan's seed, or from one of its own (kept in

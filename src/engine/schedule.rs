@@ -13,9 +13,8 @@ use futures_util::{
 };
 use serde_json::Value;
 use tokenmeter_core::{
-    plan::{Conversation, Plan},
-    prompts::Prompts,
-    record::{RecordOptions, RequestStart, Turn},
+    schema::{Conversation, Plan, Turn},
+    Prompts, RecordOptions, RequestStart,
 };
 
 use super::{

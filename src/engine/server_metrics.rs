@@ -1,7 +1,7 @@
 //! The server's own metrics while a run goes: `GET {origin}/metrics` (or the
 //! plan's metrics URL) every
 //! [`POLL_EVERY_MS`], with CORS and without the key, never from the HTTP cache,
-//! read by the core ([`server_metrics::parse`]) and stamped on the run's clock when
+//! read by the core ([`parse_metrics`](tokenmeter_core::parse_metrics)) and stamped on the run's clock when
 //! the answer is in. Reading stops at the first poll that fails, and says why.
 //!
 //! A poll never takes a connection a request needs: over HTTP/1.1 the browser
@@ -16,8 +16,9 @@ use std::{cell::RefCell, rc::Rc, time::Duration};
 use futures_util::future::{select, Either};
 use js_sys::Uint8Array;
 use tokenmeter_core::{
-    browser::HTTP1_CONNECTIONS_PER_HOST,
-    server_metrics::{self, ServerMetrics, Unreadable, MAX_EXPOSITION_BYTES, POLL_EVERY_MS},
+    parse_metrics,
+    schema::{ServerMetrics, Unreadable},
+    HTTP1_CONNECTIONS_PER_HOST, MAX_EXPOSITION_BYTES, POLL_EVERY_MS,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -33,7 +34,7 @@ const POLL_WITHIN: Duration = Duration::from_secs(2);
 /// the samples so far are in the returned cell. `shared_connections`: `url` is on
 /// the endpoint's origin, so a poll would take a connection its requests need.
 ///
-/// [`Plan::metrics_url`]: tokenmeter_core::plan::Plan::metrics_url
+/// [`Plan::metrics_url`]: tokenmeter_core::schema::Plan::metrics_url
 pub fn start(
     url: String,
     shared_connections: bool,
@@ -61,7 +62,7 @@ pub fn start(
                     metrics.borrow_mut().skipped_at_us.push(clock.now_us());
                 } else {
                     match poll(&url).await {
-                        Ok(Some(text)) => match server_metrics::parse(&text) {
+                        Ok(Some(text)) => match parse_metrics(&text) {
                             Ok((server, mut sample)) => {
                                 sample.at_us = clock.now_us();
                                 let mut metrics = metrics.borrow_mut();

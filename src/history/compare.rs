@@ -8,11 +8,10 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, Look},
-    columns::{column, LEVEL},
+    column,
     compare::differences,
-    error::Lang,
-    report::RunDocument,
-    summary::Summary,
+    schema::{Lang, RunDocument, Summary},
+    LEVEL,
 };
 
 /// `now (Δ%)` against a baseline value.

@@ -25,7 +25,11 @@ use std::sync::Arc;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use leptos::prelude::*;
-use tokenmeter_core::{chart::MAX_COMPARED, error::Said, report::RunDocument, said};
+use tokenmeter_core::{
+    chart::MAX_COMPARED,
+    said,
+    schema::{RunDocument, Said},
+};
 
 use crate::pieces::{read_documents, stored_copy};
 
@@ -165,7 +169,7 @@ impl History {
     /// beyond [`MAX_RUNS`] leave storage.
     async fn add_stored(&self, rows: Vec<store::StoredRun>, store: &RunStore) {
         let keys: Vec<f64> = rows.iter().map(|r| -r.kept_at).collect();
-        let rows = tokenmeter_core::stats::reorder(rows, &tokenmeter_core::stats::order_by(&keys));
+        let rows = tokenmeter_core::reorder(rows, &tokenmeter_core::order_by(&keys));
         // A first visit has nothing kept: the readers are not fetched for nothing.
         let jsons: Vec<String> = rows.into_iter().map(|row| row.json).collect();
         let read = if jsons.is_empty() {

@@ -3,10 +3,7 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use tokenmeter_core::{
-    error::Said,
-    report::{RunDocument, RunStatus},
-};
+use tokenmeter_core::schema::{RunDocument, RunStatus, Said};
 
 use super::History;
 use crate::files::read_file;

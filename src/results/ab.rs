@@ -9,9 +9,8 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     ab::{self, AbRow},
     chart,
-    columns::LEVEL,
-    error::Lang,
-    report::RunDocument,
+    schema::{Lang, RunDocument},
+    LEVEL,
 };
 
 fn ms(value: Option<f64>) -> String {

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, Look},
-    error::Lang,
-    headline::{Headline, HeadlineLevel},
-    report::RunDocument,
+    schema::{Lang, RunDocument},
+    Headline, HeadlineLevel,
 };
 
 use crate::screen::Screen;

@@ -6,10 +6,7 @@
 //! read the same whatever is chosen.
 
 use leptos::prelude::*;
-use tokenmeter_core::{
-    columns::{page_columns, Page, TableKinds, COLUMNS},
-    error::Lang,
-};
+use tokenmeter_core::{page_columns, schema::Lang, Page, TableKinds, COLUMNS};
 
 use crate::language::say;
 

@@ -2,12 +2,7 @@
 //! language), its detail and one sample of what the server said.
 
 use leptos::prelude::*;
-use tokenmeter_core::{
-    condition::RunCondition,
-    error::{ErrorKind, Lang},
-    report::RunDocument,
-    vecmap::VecMap,
-};
+use tokenmeter_core::schema::{ErrorKind, Lang, RunCondition, RunDocument, VecMap};
 
 /// Failures of one kind, with one sample.
 #[derive(Clone)]

@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    error::{Lang, Said},
     render::{levels_csv, markdown, requests_csv},
-    report::RunDocument,
+    schema::{Lang, RunDocument, Said},
 };
 
 use crate::{

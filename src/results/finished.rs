@@ -6,13 +6,11 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use tokenmeter_core::{
-    columns::{page_columns, TableKinds, LEVEL},
-    diagnosis::diagnose,
-    error::{Lang, Said},
+    diagnose, page_columns,
     render::{sessions_said, turns_table, TURN_HEADERS},
-    report::{RunDocument, RunStatus},
     said,
-    summary::{Distortion, Summary},
+    schema::{Distortion, Lang, RunDocument, RunStatus, Said, Summary},
+    TableKinds, LEVEL,
 };
 
 use super::{

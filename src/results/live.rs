@@ -7,9 +7,8 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     chart::{self, LivePoint},
-    columns::column,
-    error::Lang,
-    plan::Plan,
+    column,
+    schema::{Lang, Plan},
 };
 
 use super::level_name;

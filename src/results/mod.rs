@@ -16,7 +16,7 @@ use std::{future::Future, sync::Arc};
 
 use futures_util::future::LocalBoxFuture;
 use leptos::{prelude::*, wasm_split::SplitLoaderError};
-use tokenmeter_core::{error::Lang, report::RunDocument};
+use tokenmeter_core::schema::{Lang, RunDocument};
 
 use crate::{
     glossary::MetricGlossary,

@@ -15,6 +15,7 @@ mod csp;
 mod fuzz;
 mod lengths;
 mod procs;
+mod schema;
 mod serve;
 mod setup;
 mod split;

@@ -9,7 +9,8 @@
 //! the table is an error: a new module says where it belongs.
 //!
 //! ARCHITECTURE.md#layers draws the same tables; this file is what holds. Tidy
-//! also holds functions to a length ([`crate::lengths`]).
+//! also holds the core's serialised types to its `schema` ([`crate::schema`]) and
+//! functions to a length ([`crate::lengths`]).
 
 use std::{fs, path::Path};
 
@@ -105,6 +106,14 @@ pub fn run() -> Result<()> {
         )
         .into());
     }
+    let unlisted = crate::schema::check_workspace(&root)?;
+    if !unlisted.is_empty() {
+        return Err(format!(
+            "types serialised outside the run document's schema (xtask/src/schema.rs):\n  {}",
+            unlisted.join("\n  ")
+        )
+        .into());
+    }
     let long = crate::lengths::check_workspace(&root)?;
     if !long.is_empty() {
         return Err(format!(
@@ -115,7 +124,7 @@ pub fn run() -> Result<()> {
         .into());
     }
     println!(
-        "tidy: the core's and the page's imports follow their layers; no function is over {} lines without a reason",
+        "tidy: the core's and the page's imports follow their layers; the core serialises only its schema; no function is over {} lines without a reason",
         crate::lengths::MAX_LINES
     );
     Ok(())

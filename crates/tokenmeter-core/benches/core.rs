@@ -8,7 +8,7 @@
 
 use std::{hint::black_box, time::Instant};
 
-use tokenmeter_core::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
+use tokenmeter_core::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
 
 const N_EVENTS: usize = 1_000;
 

@@ -3,25 +3,28 @@
 //! more than the noise (the spread between repeated passes, when the ladder was
 //! repeated, and never less than [`TIE_PCT`]).
 
-use serde::{Deserialize, Serialize};
-
 use crate::{error::Lang, plan::Plan, report::RunDocument, summary::Summary};
 
 /// Differences in output tokens/s smaller than this (percent) are a tie.
 pub const TIE_PCT: f64 = 5.0;
 
 /// One target's figures at one level.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TargetFigures {
+    /// Successful requests.
     pub n_ok: u64,
+    /// p95 time to first token, ms.
     pub ttft_p95_ms: Option<f64>,
+    /// Median time per output token, ms.
     pub tpot_p50_ms: Option<f64>,
+    /// Aggregate output tokens/s.
     pub output_tps: f64,
 }
 
 /// One level of an A/B run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct AbRow {
+    /// The level.
     pub concurrency: u32,
     /// Per target (A first); `None` where a target has no such level.
     pub targets: Vec<Option<TargetFigures>>,

@@ -28,13 +28,13 @@ pub const HTTP1: &str = "http/1.1";
 /// request counts as a slow send (a CORS preflight costs a round trip). Handing a
 /// request from a worker to the browser's network stack alone takes a few ms on a
 /// busy machine, hence the margin.
-pub const SLOW_SEND_US: u64 = 10_000;
+pub(crate) const SLOW_SEND_US: u64 = 10_000;
 
 /// Requests in flight up to which a slow send says something about the server
 /// (a preflight) rather than about the browser: above it, a burst of sends queues
 /// behind itself inside the browser for 10 ms and more (measured: Firefox at 16
 /// HTTP/2 streams, Chromium at 64), with every preflight cached.
-pub const QUIET_IN_FLIGHT: u32 = 4;
+pub(crate) const QUIET_IN_FLIGHT: u32 = 4;
 
 /// The browser engine that measured a run, as its user agent tells.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,7 +109,7 @@ impl Engine {
 
 /// Whether the engine holds some of `concurrency` requests in flight back in its
 /// own queue when it speaks `protocol` (`nextHopProtocol`) to the host.
-pub fn queues(engine: Engine, concurrency: u32, protocol: &str) -> bool {
+pub(crate) fn queues(engine: Engine, concurrency: u32, protocol: &str) -> bool {
     engine
         .connections_per_host(protocol)
         .is_some_and(|n| concurrency > n)
@@ -117,7 +117,7 @@ pub fn queues(engine: Engine, concurrency: u32, protocol: &str) -> bool {
 
 /// Of the protocols a level's requests went over (`nextHopProtocol` → requests), the
 /// one over which `engine` held some of `concurrency` requests back.
-pub fn queued_protocol(
+pub(crate) fn queued_protocol(
     engine: Engine,
     concurrency: u32,
     protocols: &crate::vecmap::VecMap<String, u64>,

@@ -246,7 +246,7 @@ impl Column {
 }
 
 /// Numbers in CSV: three decimals, no trailing zeros; empty when not finite.
-pub fn csv_number(x: f64) -> String {
+pub(crate) fn csv_number(x: f64) -> String {
     if !x.is_finite() {
         return String::new();
     }
@@ -267,7 +267,9 @@ fn is_buffered(s: &Summary) -> bool {
 /// passes of a repeated ladder (the spread columns).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TableKinds {
+    /// Some request streamed reasoning: the time-to-first-answer columns.
     pub reasoning: bool,
+    /// The ladder ran more than once: the spread between passes.
     pub repeated: bool,
     /// Some level has what the server reported (its `/metrics`).
     pub server: bool,
@@ -455,7 +457,7 @@ pub fn article_table(levels: &[Summary], lang: Lang) -> (Vec<&'static str>, Vec<
 }
 
 /// The levels CSV's header and rows (the level first, as `concurrency`).
-pub fn csv_table(levels: &[Summary]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+pub(crate) fn csv_table(levels: &[Summary]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let columns: Vec<(&str, &Column)> = COLUMNS
         .iter()
         .filter_map(|c| c.csv.map(|name| (name, c)))

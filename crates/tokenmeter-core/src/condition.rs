@@ -42,18 +42,24 @@ pub enum RunCondition {
     /// the network moved; of TTFT p50 at `concurrency` (`ttft_p50_ms`), one round
     /// trip is the network's.
     NetworkRoundTrip {
+        /// The fastest probe's round trip before the run, ms.
         rtt_ms: f64,
+        /// How many probes answered.
         n_probes: u32,
+        /// The fastest after the run, when the network moved meanwhile, ms.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after_ms: Option<f64>,
+        /// The level whose TTFT the round trip is set against.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         concurrency: Option<u32>,
+        /// That level's TTFT p50, ms.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ttft_p50_ms: Option<f64>,
     },
     /// The browser spoke HTTP/1.1 at a level above its per-host connection limit
     /// and held requests back before sending them.
     BrowserQueue {
+        /// The level.
         concurrency: u32,
         /// Browser wait at p95, when Resource Timing told it.
         wait_p95_ms: Option<f64>,
@@ -74,15 +80,22 @@ pub enum RunCondition {
     /// preflight takes, more than once: the server probably sends no
     /// `Access-Control-Max-Age`.
     UncachedPreflight {
+        /// Requests that waited so.
         n_requests: u64,
         /// The largest per-level median of those waits.
         wait_ms: f64,
     },
     /// The page was hidden during a level (browsers throttle hidden tabs).
-    HiddenPage { concurrency: u32, hidden_ms: f64 },
+    HiddenPage {
+        /// The level.
+        concurrency: u32,
+        /// How long the page was hidden during it, ms.
+        hidden_ms: f64,
+    },
     /// The engine's own event loop ran late while a level's requests were in
     /// flight: the browser itself was saturated, and timestamps taken then moved.
     EngineLag {
+        /// The level.
         concurrency: u32,
         /// The worst lateness, ms.
         lag_ms: f64,
@@ -98,13 +111,21 @@ pub enum RunCondition {
     },
     /// The server sends no `Timing-Allow-Origin`, so the browser hides when each
     /// request left it: TTFT holds the browser's own wait and cannot be split.
-    TimingHidden { n_requests: u64 },
+    TimingHidden {
+        /// Requests whose Resource Timing was hidden.
+        n_requests: u64,
+    },
     /// `performance.now()` is coarse because the page is not cross-origin isolated.
-    CoarseTimer { resolution_us: f64 },
+    CoarseTimer {
+        /// The smallest step the clock took, µs.
+        resolution_us: f64,
+    },
     /// Requests got no response the page could read (network errors), and a probe
     /// after the run told why.
     NoResponse {
+        /// Requests that got no response.
         n_requests: u64,
+        /// What the probe after the run found.
         cause: NoResponseCause,
         /// This page's origin, which the server must allow.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,32 +133,56 @@ pub enum RunCondition {
     },
     /// The run did not end: the page was closed or reloaded, or the engine
     /// stopped, after `n_records` requests; what they measured is kept.
-    Interrupted { cause: Interruption, n_records: u64 },
+    Interrupted {
+        /// What ended it.
+        cause: Interruption,
+        /// Requests measured before it ended, all kept.
+        n_records: u64,
+    },
     /// The run as kept in the browser's history lost its per-request records (too
     /// large for the browser's storage); the summaries, verdict and notes stay.
-    RecordsNotKept { n_records: u64 },
+    RecordsNotKept {
+        /// How many records the run had.
+        n_records: u64,
+    },
     /// The run was imported from another tool's result (`tool`), which does not
     /// measure what `missing` lists.
-    Imported { tool: String, missing: Vec<String> },
+    Imported {
+        /// The tool's name (`vllm`).
+        tool: String,
+        /// What it does not measure, in words.
+        missing: Vec<String>,
+    },
     /// The run was measured by Locust worker processes running tokenmeter's
     /// exported plan (see [`crate::locust`]), not by this browser.
     Locust {
+        /// The Locust version the workers ran.
         locust_version: String,
+        /// How many worker processes sent requests.
         n_workers: u32,
         /// The workers' hosts, as they named themselves.
         hosts: Vec<String>,
     },
     /// A level bounded by time sent as many requests as one run may hold
     /// ([`crate::plan::MAX_REQUESTS_PER_RUN`]) and stopped before its time was up.
-    RequestCapReached { concurrency: u32, limit: u32 },
+    RequestCapReached {
+        /// The level.
+        concurrency: u32,
+        /// The cap it reached.
+        limit: u32,
+    },
     /// The server answered `n_hits` of the `n_requests` measured requests that
     /// said how much of their prompt it had cached mostly from its prompt cache
     /// (see [`prompt_cache`]), `cached_pct` percent of those hits' prompt tokens:
     /// their TTFT is a cache hit's. `mode` is what the plan sent.
     PromptCacheHits {
+        /// What the plan sent.
         mode: PromptMode,
+        /// Measured requests whose usage said how much was cached.
         n_requests: u64,
+        /// Of those, the ones mostly answered from the cache.
         n_hits: u64,
+        /// The share of those hits' prompt tokens read from the cache, percent.
         cached_pct: f64,
     },
     /// At `levels`, most streams arrived in bursts (`n_requests` of them,
@@ -145,19 +190,28 @@ pub enum RunCondition {
     /// a gateway or proxy buffers or compresses the stream (see
     /// [`crate::summary::Distortion::Buffered`]).
     BufferedStream {
+        /// The levels.
         levels: Vec<u32>,
+        /// Requests whose stream arrived in bursts.
         n_requests: u64,
+        /// The largest share of a level's token events that came in bursts, percent.
         share_pct: f64,
+        /// The most token events in one network read.
         largest: u64,
     },
     /// `n_early` of the `n_requests` successful requests ended on their own before
     /// the output length they asked for (`asked_mean` asked, `produced_mean`
     /// produced on average); `forced` when the plan asked the server to go on.
     StoppedEarly {
+        /// Successful requests.
         n_requests: u64,
+        /// Of those, the ones that ended before their asked length.
         n_early: u64,
+        /// Output tokens asked, mean.
         asked_mean: f64,
+        /// Output tokens produced, mean.
         produced_mean: f64,
+        /// The plan asked the server to go on to the asked length.
         forced: bool,
     },
 }
@@ -193,7 +247,10 @@ pub enum Interruption {
     /// The page was closed or reloaded (or the browser stopped) during the run.
     PageClosed,
     /// The engine worker stopped: it crashed, ran out of memory, or went silent.
-    EngineStopped { reason: String },
+    EngineStopped {
+        /// What the page saw: the worker's error, or its silence.
+        reason: String,
+    },
 }
 
 /// Every field of every [`RunCondition`], read in one pass (see [`crate::tagged`]).
@@ -620,11 +677,11 @@ impl RunCondition {
 
 /// Answers that ended before the length asked are worth a note from this share of
 /// the successful requests: one short answer among many says nothing.
-pub const STOPPED_EARLY_SHARE: f64 = 0.1;
+pub(crate) const STOPPED_EARLY_SHARE: f64 = 0.1;
 
 /// The network's round trip, when worth a note (see [`Network::is_worth_a_note`]),
 /// with the share of TTFT p50 it is at the lowest level measured clean.
-pub fn network(network: &Network, levels: &[Summary]) -> Option<RunCondition> {
+pub(crate) fn network(network: &Network, levels: &[Summary]) -> Option<RunCondition> {
     if !network.is_worth_a_note() {
         return None;
     }
@@ -644,7 +701,7 @@ pub fn network(network: &Network, levels: &[Summary]) -> Option<RunCondition> {
 
 /// The run's answers that ended on their own before the length asked (`total`,
 /// the whole run's summary), when they are a tenth of the successes or more.
-pub fn stopped_early(total: &Summary, forced: bool) -> Option<RunCondition> {
+pub(crate) fn stopped_early(total: &Summary, forced: bool) -> Option<RunCondition> {
     let early = total.early;
     let n = total.n_ok;
     (early.n_requests > 0 && early.n_requests as f64 >= STOPPED_EARLY_SHARE * n as f64).then(|| {
@@ -660,7 +717,7 @@ pub fn stopped_early(total: &Summary, forced: bool) -> Option<RunCondition> {
 
 /// The levels whose streams arrived in bursts (marked
 /// [`Distortion::Buffered`](crate::summary::Distortion::Buffered)), in one note.
-pub fn buffered_stream(levels: &[Summary]) -> Option<RunCondition> {
+pub(crate) fn buffered_stream(levels: &[Summary]) -> Option<RunCondition> {
     let buffered: Vec<(u32, u64, f64, u64)> = levels
         .iter()
         .filter_map(|level| match (level.concurrency, &level.distorted) {
@@ -686,16 +743,16 @@ pub fn buffered_stream(levels: &[Summary]) -> Option<RunCondition> {
 /// A request counts as answered from the prompt cache when at least this share of
 /// its prompt tokens, and at least [`CACHE_HIT_MIN_TOKENS`], were cached: a chat
 /// template's shared first block (16 tokens in vLLM) is no hit.
-pub const CACHE_HIT_SHARE: f64 = 0.5;
+pub(crate) const CACHE_HIT_SHARE: f64 = 0.5;
 /// See [`CACHE_HIT_SHARE`].
-pub const CACHE_HIT_MIN_TOKENS: u64 = 32;
+pub(crate) const CACHE_HIT_MIN_TOKENS: u64 = 32;
 
 /// Measured requests the server answered mostly from its prompt cache, from what
 /// it said of each (`cached_tokens`, or llama.cpp's timings); `None` when none
 /// was, or none said. With a shared prefix, where the plan asks for the cache,
 /// any request with [`CACHE_HIT_MIN_TOKENS`] cached counts: the note then says
 /// how much the prefix was served from it.
-pub fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCondition> {
+pub(crate) fn prompt_cache(mode: PromptMode, records: &[RequestRecord]) -> Option<RunCondition> {
     let share = match mode {
         PromptMode::SharedPrefix => 0.0,
         PromptMode::Unique | PromptMode::Same | PromptMode::File => CACHE_HIT_SHARE,
@@ -841,7 +898,7 @@ fn is_loopback(base_url: &str) -> bool {
 }
 
 /// "concurrency 8", or "open loop" for arrivals at a rate (concurrency 0).
-pub fn level_name(concurrency: u32, lang: Lang) -> String {
+pub(crate) fn level_name(concurrency: u32, lang: Lang) -> String {
     match (concurrency, lang) {
         (0, Lang::En) => "open loop".into(),
         (0, Lang::Zh) => "开环".into(),
@@ -851,7 +908,7 @@ pub fn level_name(concurrency: u32, lang: Lang) -> String {
 }
 
 /// Levels where `engine` itself queued requests (see [`Summary::browser_queued`]).
-pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
+pub(crate) fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
     levels
         .iter()
         .filter_map(|s| {
@@ -869,7 +926,7 @@ pub fn browser_queue(levels: &[Summary], engine: Engine) -> Vec<RunCondition> {
 /// The browser-queue condition of one level, from the protocols its requests went
 /// over and, where Resource Timing showed them, its browser wait p95 and TTFT after
 /// sending p50 (ms); `None` when `engine` did not queue there.
-pub fn browser_queue_at(
+pub(crate) fn browser_queue_at(
     engine: Engine,
     concurrency: u32,
     protocols: &VecMap<String, u64>,
@@ -890,7 +947,7 @@ pub fn browser_queue_at(
 
 /// Requests whose Resource Timing hid when they left the browser, over the run:
 /// the server sends no `Timing-Allow-Origin`.
-pub fn timing_hidden(levels: &[Summary]) -> Option<RunCondition> {
+pub(crate) fn timing_hidden(levels: &[Summary]) -> Option<RunCondition> {
     let n_requests: u64 = levels.iter().map(|s| s.n_timing_hidden).sum();
     (n_requests > 0).then_some(RunCondition::TimingHidden { n_requests })
 }
@@ -910,7 +967,7 @@ pub fn timing_hidden(levels: &[Summary]) -> Option<RunCondition> {
 /// flight count: above it the browser's own burst of sends makes such waits. And
 /// only engines whose timings show preflights and little else count (see
 /// [`Engine::shows_preflights`]): elsewhere the note would be a guess.
-pub fn uncached_preflight(
+pub(crate) fn uncached_preflight(
     levels: &[Summary],
     records: &[RequestRecord],
     engine: Engine,
@@ -956,7 +1013,7 @@ pub fn uncached_preflight(
 /// debug build at 32 streams on 2 cores, measured) makes sends wait 20–30 ms now and
 /// then with every preflight cached; and a preflight cheaper than this is not
 /// worth a note.
-pub const PREFLIGHT_WORTH_NOTING_US: u64 = 3 * SLOW_SEND_US;
+pub(crate) const PREFLIGHT_WORTH_NOTING_US: u64 = 3 * SLOW_SEND_US;
 
 fn records_not_kept_text(n_records: u64, zh: bool) -> String {
     if zh {
@@ -969,12 +1026,12 @@ fn records_not_kept_text(n_records: u64, zh: bool) -> String {
 /// The note of [`RunCondition::RecordsNotKept`], in English, on its own: history
 /// adds it to a kept run without the page's code holding every condition's text
 /// (which the page's first download does without).
-pub fn records_not_kept_note(n_records: u64) -> String {
+pub(crate) fn records_not_kept_note(n_records: u64) -> String {
     records_not_kept_text(n_records, false)
 }
 
 /// The English sentences of `conditions`: the document's `notes`.
-pub fn notes(conditions: &[RunCondition]) -> Vec<String> {
+pub(crate) fn notes(conditions: &[RunCondition]) -> Vec<String> {
     conditions.iter().map(|c| c.text(Lang::En)).collect()
 }
 

@@ -9,8 +9,6 @@
 //! measure cleanly (see `Summary::distorted`) are left out, except by the browser
 //! finding, which is about them.
 
-use serde::{Deserialize, Serialize};
-
 use crate::{
     error::ErrorKind,
     error::Lang,
@@ -19,21 +17,30 @@ use crate::{
 };
 
 /// What a finding blames (the `data-cause` hook).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
+    /// Requests waited in a queue before the server computed them.
     Queueing,
+    /// Prompt processing (prefill) took the time.
     Prefill,
+    /// Generating tokens (decode) slowed with the load.
     Decode,
+    /// The server failed requests it had no room for (5xx).
     CapacityErrors,
+    /// The server or a gateway limited the rate (429).
     RateLimited,
+    /// The browser, not the server, held requests back.
     Browser,
+    /// Time went outside the server: the network or a gateway.
     NetworkOrGateway,
+    /// A gateway buffered or compressed the stream.
     BufferedStream,
+    /// The KV cache was full and the server preempted requests.
     MemoryPressure,
 }
 
 impl Cause {
+    /// The stable name of the cause (its `snake_case` id).
     pub fn name(self) -> &'static str {
         match self {
             Cause::Queueing => "queueing",

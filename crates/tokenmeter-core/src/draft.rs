@@ -42,41 +42,57 @@ pub enum LoadKind {
 /// typed values. See the module docs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanDraft {
+    /// The base URL as typed.
     pub base_url: String,
+    /// The model as typed.
     pub model: String,
+    /// The prompt as typed.
     pub prompt: String,
     /// Whether each request sends a prompt of its own.
     pub prompt_mode: PromptMode,
     /// A shared prefix's length in tokens, and how many groups share one.
     pub prefix_tokens: String,
+    /// How many groups share a prefix each, as typed.
     pub prefix_groups: String,
     /// With prompts from a file: the file loaded, or the one a plan from a link
     /// names (its prompts are loaded apart, see [`crate::prompts`]), and the order
     /// requests draw in.
     pub prompt_file: Option<PromptFile>,
+    /// In which order requests draw from the file.
     pub prompt_order: Order,
     /// Lengths drawn per request: of the output, and of a generated prompt.
     pub output_lengths: LengthsDraft,
+    /// Each request's generated prompt length.
     pub input_lengths: LengthsDraft,
+    /// Ask the server for exactly the output length asked.
     pub force_output_lengths: bool,
+    /// Output tokens per request, as typed.
     pub max_tokens: String,
+    /// The per-request timeout in seconds, as typed.
     pub timeout_s: String,
     /// Concurrency levels (`1,2,4`); the duration mode uses the first.
     pub levels: String,
     /// Requests per level; the number of arrivals in the arrivals mode.
     pub requests_per_level: String,
+    /// Warm-up requests, as typed.
     pub warmup: String,
+    /// Which streaming API.
     pub endpoint: EndpointKind,
+    /// How the key is sent.
     pub auth: AuthStyle,
+    /// The temperature, as typed (empty: the server's default).
     pub temperature: String,
+    /// Ask for the usage chunk.
     pub include_usage: bool,
     /// Turns per conversation (1: single requests), and the think time between
     /// them, ms.
     pub turns: String,
+    /// Think time between turns in ms, as typed.
     pub think_ms: String,
     /// Read the server's metrics while the run goes, and where (empty for
     /// `{origin}/metrics` of the base URL).
     pub poll_metrics: bool,
+    /// Where the server's metrics are, as typed (empty: beside the base URL).
     pub metrics_url: String,
     /// One `Name: value` per line.
     pub extra_headers: String,
@@ -84,11 +100,15 @@ pub struct PlanDraft {
     pub extra_body: String,
     /// A generated prompt of this many tokens, or empty for the prompt text.
     pub prompt_tokens: String,
+    /// Which load shape.
     pub load: LoadKind,
+    /// Arrivals per second, as typed.
     pub rate_rps: String,
+    /// Arrivals as a Poisson process, not evenly spaced.
     pub poisson: bool,
     /// The Poisson arrivals' seed: not shown, kept from the plan.
     pub seed: u64,
+    /// A duration run's seconds, as typed.
     pub duration_s: String,
     /// The SLO search's ceiling (requests per level is per probe).
     pub search_max: String,
@@ -96,8 +116,11 @@ pub struct PlanDraft {
     pub repeat: String,
     /// An A/B plan's other targets (B, C, …), as typed.
     pub targets: Vec<TargetDraft>,
+    /// How an A/B plan shares a level between its targets.
     pub ab_order: AbOrder,
+    /// p95 TTFT limit in ms, as typed.
     pub slo_ttft_ms: String,
+    /// p95 TPOT limit in ms, as typed.
     pub slo_tpot_ms: String,
     /// The most failed requests a level may have, percent; empty for no limit.
     pub slo_error_pct: String,
@@ -109,17 +132,24 @@ pub enum LengthDist {
     /// One length for every request (the plan's max_tokens, or prompt length).
     #[default]
     Fixed,
+    /// Uniform between min and max.
     Uniform,
+    /// Normal with a mean and a standard deviation, cut to min and max.
     Normal,
 }
 
 /// Lengths drawn per request, as typed (see [`crate::plan::Lengths`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LengthsDraft {
+    /// Which distribution.
     pub dist: LengthDist,
+    /// The least, as typed.
     pub min: String,
+    /// The most, as typed.
     pub max: String,
+    /// The mean, as typed (normal only).
     pub mean: String,
+    /// The standard deviation, as typed (normal only).
     pub stdev: String,
 }
 
@@ -191,7 +221,9 @@ impl LengthsDraft {
 /// Another target of an A/B plan, as typed (its key is the page's, never here).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TargetDraft {
+    /// The target's base URL, as typed.
     pub base_url: String,
+    /// The target's model, as typed.
     pub model: String,
 }
 

@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lang {
+    /// English.
     #[default]
     En,
+    /// Simplified Chinese.
     Zh,
 }
 
@@ -28,7 +30,9 @@ impl Lang {
 /// A text in English and in Chinese.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Words {
+    /// The English text.
     pub en: &'static str,
+    /// The Chinese text.
     pub zh: &'static str,
 }
 
@@ -44,7 +48,9 @@ impl Words {
 /// whichever the reader chose, then or later. Made with [`said!`](crate::said).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Said {
+    /// The English text.
     pub en: String,
+    /// The Chinese text.
     pub zh: String,
 }
 
@@ -93,7 +99,7 @@ impl From<Words> for Said {
 #[macro_export]
 macro_rules! said {
     ($en:literal, $zh:literal $(,)?) => {
-        $crate::error::Said {
+        $crate::schema::Said {
             en: format!($en),
             zh: format!($zh),
         }
@@ -141,6 +147,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in the order the page lists them.
     pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Auth,
         ErrorKind::NotFound,
@@ -298,6 +305,7 @@ impl ErrorKind {
 /// A failed request's error, as stored in its record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestError {
+    /// What went wrong, by its stable name.
     pub kind: ErrorKind,
     /// What happened, in the words of the server or the browser where there are any.
     pub detail: String,
@@ -310,13 +318,13 @@ pub struct RequestError {
 }
 
 /// Longest body sample kept with an error, in bytes.
-pub const BODY_SAMPLE_BYTES: usize = 2048;
+pub(crate) const BODY_SAMPLE_BYTES: usize = 2048;
 
 /// Longest error detail kept, in bytes: a server's message can be anything.
-pub const DETAIL_BYTES: usize = 1024;
+pub(crate) const DETAIL_BYTES: usize = 1024;
 
 /// What a secret is replaced with in error text.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 impl RequestError {
     /// Removes every one of `secrets` (the run's key) from the detail and the body
@@ -365,7 +373,7 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 }
 
 /// The start of a body, decoded lossily and cut at a character boundary.
-pub fn body_sample(body: &[u8]) -> String {
+pub(crate) fn body_sample(body: &[u8]) -> String {
     let cut = body.len().min(BODY_SAMPLE_BYTES);
     let mut text = String::from_utf8_lossy(&body[..cut]).into_owned();
     // A cut inside a multi-byte character decodes to U+FFFD at the end: drop it.
@@ -380,7 +388,7 @@ pub fn body_sample(body: &[u8]) -> String {
 
 /// `Retry-After` as seconds: either delay-seconds or, when an HTTP date, unknown here
 /// (the core has no clock), so `None`.
-pub fn parse_retry_after(value: &str) -> Option<f64> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<f64> {
     value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0)
 }
 

@@ -16,16 +16,23 @@ pub enum HeadlineLevel {
 /// The figures of the headline cards.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Headline {
+    /// Which level the cards show, and why.
     pub which: HeadlineLevel,
     /// The level's concurrency (0 for open loop).
     pub concurrency: u32,
+    /// Median TTFT there, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// p95 TTFT there, ms.
     pub ttft_p95_ms: Option<f64>,
+    /// Median TPOT there, ms.
     pub tpot_p50_ms: Option<f64>,
+    /// Aggregate output tokens/s there.
     pub output_tps: f64,
     /// Failed requests over finished ones (cancelled ones left out), 0–1.
     pub error_rate: f64,
+    /// Where throughput stopped growing.
     pub knee: Option<u32>,
+    /// The concurrency the verdict calls safe.
     pub safe_concurrency: Option<u32>,
 }
 

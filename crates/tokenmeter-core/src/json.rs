@@ -8,7 +8,7 @@
 
 /// `compact` (JSON as `serde_json::to_string` writes it: no whitespace outside
 /// strings) indented.
-pub fn pretty(compact: &str) -> String {
+pub(crate) fn pretty(compact: &str) -> String {
     let bytes = compact.as_bytes();
     let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2);
     let mut depth = 0usize;

@@ -20,12 +20,15 @@ pub struct LagHistogram {
     counts: Vec<u32>,
     /// The worst lateness, ms, and when into the level its tick woke.
     pub max_ms: f64,
+    /// When into the level the worst tick woke, ms.
     pub max_at_ms: f64,
 }
 
 impl LagHistogram {
+    /// Buckets of 1 ms: 0 to 999 ms, and one for 1 s or more.
     pub const BUCKETS: usize = 1_001;
 
+    /// An empty histogram.
     pub fn new() -> Self {
         LagHistogram {
             counts: vec![0; Self::BUCKETS],
@@ -80,10 +83,12 @@ pub struct StallCount {
     /// Token events of the level's finished requests, and of them those stamped
     /// during a stall.
     pub n_events: u64,
+    /// Of the token events, those stamped during a stall.
     pub n_late: u64,
     /// The level's finished requests, and of them those whose first token was
     /// stamped during a stall.
     pub n_requests: u64,
+    /// Of the requests, those whose first token was stamped during a stall.
     pub n_late_first: u64,
     /// The longest stall that held an event, ms.
     pub late_max_ms: f64,
@@ -112,6 +117,7 @@ impl StallCount {
 pub struct StallLog {
     /// `(due_us, woke_us)`, in order.
     stalls: Vec<(u64, u64)>,
+    /// What the stalls held, over the records counted so far.
     pub count: StallCount,
 }
 

@@ -22,7 +22,9 @@ const US_PER_MS: f64 = 1e3;
 /// What the live view shows of one level.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveFigures {
+    /// Median TTFT of the finished requests so far, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// p95 TTFT of the finished requests so far, ms.
     pub ttft_p95_ms: Option<f64>,
     /// Aggregate output tokens/s of the successful requests so far.
     pub output_tps: f64,
@@ -47,6 +49,7 @@ pub struct LiveLevel {
 }
 
 impl LiveLevel {
+    /// An empty level of `concurrency`, measured by `engine`.
     pub fn new(concurrency: u32, engine: Engine) -> LiveLevel {
         LiveLevel {
             concurrency,

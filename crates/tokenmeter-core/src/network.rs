@@ -13,15 +13,16 @@ use crate::{error::Said, said};
 
 /// Probes sent before the run, and after it.
 pub const PROBES_BEFORE: usize = 5;
+/// Probes sent after the run.
 pub const PROBES_AFTER: usize = 3;
 /// A round trip this long is worth a note: loopback, a LAN and a nearby region
 /// stay silent (and so do the few ms a busy browser adds to a probe it cannot
 /// time by Resource Timing).
-pub const RTT_NOTE_MS: f64 = 20.0;
+pub(crate) const RTT_NOTE_MS: f64 = 20.0;
 /// The round trip moved during the run when before and after differ by this much
 /// and by this share of the smaller.
-pub const RTT_MOVED_MS: f64 = 10.0;
-pub const RTT_MOVED_SHARE: f64 = 0.5;
+pub(crate) const RTT_MOVED_MS: f64 = 10.0;
+pub(crate) const RTT_MOVED_SHARE: f64 = 0.5;
 
 /// How a probe was timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,10 +48,12 @@ pub struct Network {
     /// Every probe that answered, ms, in order: before the run, and after it
     /// (none after a cancelled run).
     pub before_ms: Vec<f64>,
+    /// Every probe after the run that answered, ms, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after_ms: Vec<f64>,
     /// What each probe was.
     pub probe: String,
+    /// Which clock timed the probes.
     pub timed_by: TimedBy,
 }
 

@@ -27,33 +27,33 @@ use crate::{
 };
 
 /// The plan format version this crate writes.
-pub const PLAN_SCHEMA: u32 = 1;
+pub(crate) const PLAN_SCHEMA: u32 = 1;
 
 /// The longest per-request timeout, seconds (a day): browsers' timers stop at
 /// 2^31 − 1 ms, and no stream is worth waiting longer for.
-pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+pub(crate) const MAX_TIMEOUT_S: f64 = 86_400.0;
 /// The longest generated prompt, tokens: a plan from a link must not be able to
 /// make the page build gigabytes of text.
-pub const MAX_PROMPT_TOKENS: u32 = 131_072;
+pub(crate) const MAX_PROMPT_TOKENS: u32 = 131_072;
 /// The longest output a drawn length may ask for.
-pub const MAX_OUTPUT_TOKENS: u32 = 131_072;
+pub(crate) const MAX_OUTPUT_TOKENS: u32 = 131_072;
 /// The most requests in one level (or arrivals in one run): every record is kept.
-pub const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
+pub(crate) const MAX_REQUESTS_PER_LEVEL: u32 = 100_000;
 /// The most measured requests one run sends: every request is a record the page
 /// holds, keeps and exports. A run bounded by time stops at it (and says so).
-pub const MAX_REQUESTS_PER_RUN: u32 = 100_000;
+pub(crate) const MAX_REQUESTS_PER_RUN: u32 = 100_000;
 /// The most warm-up requests (sent one after another before the first level).
-pub const MAX_WARMUP_REQUESTS: u32 = 100;
+pub(crate) const MAX_WARMUP_REQUESTS: u32 = 100;
 /// The most targets of an A/B plan (A included).
 pub const MAX_TARGETS: usize = 4;
 /// The most passes of a repeated ladder.
-pub const MAX_REPEAT: u32 = 20;
+pub(crate) const MAX_REPEAT: u32 = 20;
 /// The highest concurrency an SLO search may reach.
-pub const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
+pub(crate) const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
 
 /// The most probes an SLO search (see [`crate::search`]) from `start` to `max`
 /// can take: the doublings, then halving the last gap.
-pub fn max_probes(start: u32, max: u32) -> u32 {
+pub(crate) fn max_probes(start: u32, max: u32) -> u32 {
     let start = start.max(1);
     let max = max.max(start);
     let mut steps = 1;
@@ -69,7 +69,7 @@ pub fn max_probes(start: u32, max: u32) -> u32 {
 
 /// The requests a probe at `concurrency` sends: the plan's count, and at least two
 /// waves, so that the level holds its concurrency.
-pub fn requests_per_probe(concurrency: u32, requests: u32) -> u32 {
+pub(crate) fn requests_per_probe(concurrency: u32, requests: u32) -> u32 {
     requests.max(concurrency.saturating_mul(2))
 }
 
@@ -79,10 +79,13 @@ pub fn requests_per_probe(concurrency: u32, requests: u32) -> u32 {
 /// requests whose own TTFT, TPOT and E2E are within the limits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
+    /// The most p95 TTFT a level may have, ms.
     #[serde(default)]
     pub ttft_p95_ms: Option<f64>,
+    /// The most p95 TPOT a level may have, ms.
     #[serde(default)]
     pub tpot_p95_ms: Option<f64>,
+    /// The most p95 end-to-end latency a level may have, ms.
     #[serde(default)]
     pub e2e_p95_ms: Option<f64>,
     /// The most failed requests a level may have, percent of its requests.
@@ -91,6 +94,7 @@ pub struct Slo {
 }
 
 impl Slo {
+    /// Whether any limit is set.
     pub fn is_set(&self) -> bool {
         self.ttft_p95_ms.is_some()
             || self.tpot_p95_ms.is_some()
@@ -162,7 +166,7 @@ const HEADER_WORDS: [&str; 16] = [
 
 /// About how many tokens a [`unique_header`] is: eight words, a full stop and a
 /// line break.
-pub const UNIQUE_HEADER_TOKENS: u32 = 10;
+pub(crate) const UNIQUE_HEADER_TOKENS: u32 = 10;
 
 /// The header of request `request_id` of a run with `seed`: eight words chosen by
 /// the nibbles of a mix of the id keyed by the seed. For one seed the mix is a
@@ -227,18 +231,22 @@ pub struct Bodies {
 /// and each request's is its own whatever order the requests go in.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Lengths {
+    /// The least, tokens.
     pub min: u32,
+    /// The most, tokens.
     pub max: u32,
+    /// The mean of a normal draw, tokens; absent: uniform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean: Option<f64>,
+    /// The standard deviation of a normal draw, tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdev: Option<f64>,
 }
 
 /// Keeps the output and the input lengths of one request apart.
 /// What tells a request's output length's draw from its input length's.
-pub const OUTPUT_SALT: u64 = 0x6f75_7470_7574;
-pub const INPUT_SALT: u64 = 0x0069_6e70_7574;
+pub(crate) const OUTPUT_SALT: u64 = 0x6f75_7470_7574;
+pub(crate) const INPUT_SALT: u64 = 0x0069_6e70_7574;
 
 impl Lengths {
     /// The length of request `request_id` in a run with `seed` (`salt` tells the
@@ -289,12 +297,12 @@ impl Lengths {
 }
 
 /// The most groups a shared prefix may have.
-pub const MAX_PREFIX_GROUPS: u32 = 1_000;
+pub(crate) const MAX_PREFIX_GROUPS: u32 = 1_000;
 
 /// The shared prefix of `group` in a run with `seed`: a header of its own (so
 /// groups, and runs, share nothing) then generated words, about `n_tokens` in all,
 /// ending in a blank line before the request's own header.
-pub fn shared_prefix(seed: u64, group: u32, n_tokens: u32) -> String {
+pub(crate) fn shared_prefix(seed: u64, group: u32, n_tokens: u32) -> String {
     // Another key than the requests' headers: a group's header is no request's.
     let header = unique_header(seed ^ 0x5eed_0f9c_u64.rotate_left(29), u64::from(group));
     let words = generated_prompt(n_tokens.saturating_sub(UNIQUE_HEADER_TOKENS + 1).max(1));
@@ -457,7 +465,7 @@ fn json_escaped(text: &str) -> String {
 }
 
 /// A plan of prompts from a file that names none.
-pub fn no_prompt_file() -> Said {
+pub(crate) fn no_prompt_file() -> Said {
     said!(
         "prompts from a file: choose the file (a prompt per line, JSON lines of prompt or messages, or ShareGPT JSON)",
         "来自文件的提示词：请选择文件（每行一个提示词、包含 prompt 或 messages 的 JSON 行，或 ShareGPT JSON）",
@@ -471,26 +479,38 @@ pub enum LoadMode {
     /// Closed loop: for each level, keep `concurrency` requests in flight until
     /// `requests_per_level` have been sent.
     Ladder {
+        /// The concurrency of each level, in order.
         levels: Vec<u32>,
+        /// Requests each level sends.
         requests_per_level: u32,
     },
     /// Open loop: requests arrive at `rate_rps` (evenly, or as a Poisson process)
     /// whatever the server's speed, until `n_requests` have been sent.
     Arrivals {
+        /// Arrivals per second.
         rate_rps: f64,
+        /// A Poisson process; else evenly spaced.
         poisson: bool,
+        /// Requests sent in all.
         n_requests: u32,
         /// Seed of the Poisson arrivals, so a plan is reproducible.
         seed: u64,
     },
     /// Closed loop at one concurrency for a fixed time.
-    Duration { concurrency: u32, seconds: f64 },
+    Duration {
+        /// Requests kept in flight.
+        concurrency: u32,
+        /// How long, seconds.
+        seconds: f64,
+    },
     /// The highest concurrency within the SLO, searched for (see
     /// [`crate::search`]): closed-loop probes from 1, doubling up to
     /// `max_concurrency`, then bisecting; each probe sends `requests_per_probe`
     /// (at least two waves).
     SloSearch {
+        /// The highest concurrency a probe may have.
         max_concurrency: u32,
+        /// Requests each probe sends.
         requests_per_probe: u32,
     },
 }
@@ -544,8 +564,11 @@ impl TryFrom<LoadModeWire> for LoadMode {
 /// body fields (over the plan's). Its key is kept apart, like the plan's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TargetSpec {
+    /// The target's base URL, normalised.
     pub base_url: String,
+    /// The target's model.
     pub model: String,
+    /// Body fields of this target's, over the plan's.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra_body: Map<String, Value>,
 }
@@ -599,24 +622,28 @@ pub struct Conversation {
 }
 
 /// The most turns a conversation may have.
-pub const MAX_TURNS: u32 = 64;
+pub(crate) const MAX_TURNS: u32 = 64;
 /// The longest think time, ms (ten minutes).
-pub const MAX_THINK_MS: f64 = 600_000.0;
+pub(crate) const MAX_THINK_MS: f64 = 600_000.0;
 /// Salts the headers of conversations' messages apart from requests' own.
 const TURN_SALT: u64 = 0x7075_726e_5f73_616c;
 
 /// The Messages API version tokenmeter speaks (its `anthropic-version` header).
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Everything about a run except the key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
+    /// The plan's format ([`PLAN_SCHEMA`]).
     pub schema: u32,
     /// Normalised: no trailing slash, no endpoint path.
     pub base_url: String,
+    /// The model each request names.
     pub model: String,
+    /// Which streaming API the requests call.
     #[serde(default)]
     pub endpoint: EndpointKind,
+    /// The prompt: a text, or a generated one of a length.
     pub prompt: PromptSpec,
     /// Whether each request sends a prompt of its own (absent in plans written
     /// before it existed, which sent one prompt to every request).
@@ -636,6 +663,7 @@ pub struct Plan {
     /// With `prompt_mode` `file`: which file, and how requests draw from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_file: Option<PromptFile>,
+    /// Output tokens each request asks for (`max_tokens`), when lengths are not drawn.
     pub max_tokens: u32,
     /// Each request's output length drawn from these (its `max_tokens`); absent:
     /// `max_tokens` for every request.
@@ -650,6 +678,7 @@ pub struct Plan {
     /// ignore them or refuse them).
     #[serde(default, skip_serializing_if = "is_false")]
     pub force_output_lengths: bool,
+    /// The sampling temperature; absent: the server's default.
     #[serde(default)]
     pub temperature: Option<f64>,
     /// Ask for the usage chunk (`stream_options.include_usage`).
@@ -661,8 +690,10 @@ pub struct Plan {
     /// Extra request headers (gateways need them). Never the key.
     #[serde(default)]
     pub extra_headers: Vec<(String, String)>,
+    /// How the key is sent.
     #[serde(default)]
     pub auth: AuthStyle,
+    /// The load shape: a ladder, arrivals, a duration or an SLO search.
     pub load: LoadMode,
     /// How many times a ladder runs, one pass after another (1: once). The levels
     /// pool their passes' requests, and the spread between passes is the noise
@@ -694,8 +725,10 @@ pub struct Plan {
     /// that publishes them elsewhere, a server's separate metrics port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_url: Option<String>,
+    /// The limits a level must meet.
     #[serde(default)]
     pub slo: Slo,
+    /// The knee and safe-concurrency rules' settings.
     #[serde(default)]
     pub analysis: AnalysisParams,
 }
@@ -725,7 +758,7 @@ fn is_true(b: &bool) -> bool {
 }
 
 /// Why an extra header cannot be kept, in words that do not repeat its value.
-pub fn secret_header_problem(name: &str) -> Said {
+pub(crate) fn secret_header_problem(name: &str) -> Said {
     if KEY_HEADERS.contains(&name.trim().to_ascii_lowercase().as_str()) {
         said!(
             "put the key in the API key field (and pick how it is sent), not in the `{name}` header: extra headers are saved with the plan, the key never is",
@@ -906,6 +939,7 @@ impl Plan {
         headers
     }
 
+    /// What goes into each request's body, before its own prompt and lengths.
     pub fn body_spec(&self) -> BodySpec {
         let mut spec = BodySpec {
             kind: self.endpoint,
@@ -1392,7 +1426,12 @@ impl Plan {
 /// the level starts. Evenly spaced at `rate_rps`, or a Poisson process of that rate
 /// (exponential gaps from a seeded generator, so a plan always gives the same
 /// schedule). The first arrival is at 0.
-pub fn arrival_offsets_ms(rate_rps: f64, poisson: bool, n_requests: u32, seed: u64) -> Vec<f64> {
+pub(crate) fn arrival_offsets_ms(
+    rate_rps: f64,
+    poisson: bool,
+    n_requests: u32,
+    seed: u64,
+) -> Vec<f64> {
     let mean_gap_ms = 1e3 / rate_rps;
     let mut state = seed;
     let mut next_uniform = move || {
@@ -1421,7 +1460,7 @@ pub fn arrival_offsets_ms(rate_rps: f64, poisson: bool, n_requests: u32, seed: u
 
 /// A prompt of about `n_tokens` tokens for BPE tokenizers: each word below is one
 /// token, with its leading space, in the GPT, Llama and Qwen vocabularies.
-pub fn generated_prompt(n_tokens: u32) -> String {
+pub(crate) fn generated_prompt(n_tokens: u32) -> String {
     const WORDS: [&str; 16] = [
         " the", " time", " of", " first", " token", " is", " what", " a", " user", " feels",
         " when", " the", " model", " starts", " to", " answer",
@@ -1510,7 +1549,7 @@ pub fn origin(base_url: &str) -> Option<String> {
 
 /// Why `url` cannot be where the server's metrics are read, if it cannot: it
 /// must be an http(s) address without credentials.
-pub fn metrics_url_problem(url: &str) -> Option<Said> {
+pub(crate) fn metrics_url_problem(url: &str) -> Option<Said> {
     (origin(url).is_none() || url.contains('@') || url.trim() != url).then(|| {
         said!(
             "the metrics URL must be an http:// or https:// address without credentials, such as http://host:8000/metrics (or empty for the base URL's /metrics)",
@@ -1540,7 +1579,7 @@ pub fn is_mixed_content(page_is_https: bool, base_url: &str) -> bool {
 }
 
 /// Header names that carry the key itself: the key field sends it this way.
-pub const KEY_HEADERS: [&str; 4] = [
+pub(crate) const KEY_HEADERS: [&str; 4] = [
     "authorization",
     "api-key",
     "x-api-key",
@@ -1553,7 +1592,7 @@ pub const KEY_HEADERS: [&str; 4] = [
 /// `Basic …`, `sk-…`, a JWT, or a long run of letters and digits). Extra headers
 /// are saved with the plan and travel in links, history and exports, so none of
 /// them may hold one.
-pub fn is_secret_header(name: &str, value: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str, value: &str) -> bool {
     const WORDS: [&str; 13] = [
         "key",
         "apikey",
@@ -1631,7 +1670,7 @@ pub fn parse_levels(input: &str) -> Result<Vec<u32>, Said> {
 /// The reference article's `config.json`, field for field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ArticleConfig {
+pub(crate) struct ArticleConfig {
     pub base_url: String,
     #[serde(default)]
     pub api_key: Option<String>,
@@ -1650,8 +1689,11 @@ pub struct ArticleConfig {
 /// one (kept apart), and notes on what was adjusted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
+    /// The plan read.
     pub plan: Plan,
+    /// The key the file held, kept apart from the plan.
     pub api_key: Option<String>,
+    /// What was adjusted on the way in.
     pub notes: Vec<Said>,
 }
 

@@ -16,9 +16,9 @@ use crate::{error::Said, said};
 
 /// The largest prompt file read: the page holds it in memory twice (the page's
 /// and the engine's copy).
-pub const MAX_FILE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_FILE_BYTES: usize = 64 << 20;
 /// The most prompts a file may hold.
-pub const MAX_PROMPTS: usize = 200_000;
+pub(crate) const MAX_PROMPTS: usize = 200_000;
 
 /// How a file's prompts were written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +37,10 @@ pub enum Format {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Order {
+    /// Request `n` sends prompt `n mod count`.
     #[default]
     InOrder,
+    /// Each request draws one from the run's seed.
     Random,
 }
 
@@ -46,12 +48,17 @@ pub enum Order {
 /// says which file it needs, and checks it when one is given.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptFile {
+    /// The file's name.
     pub name: String,
+    /// Its size, bytes.
     pub size_bytes: u64,
+    /// How many prompts it holds.
     pub count: u32,
     /// SHA-256 of the file's bytes, lowercase hex (`sha256sum` prints the same).
     pub sha256: String,
+    /// How it was read.
     pub format: Format,
+    /// How requests draw from it.
     #[serde(default)]
     pub order: Order,
 }
@@ -160,7 +167,9 @@ fn content_text(content: &Value) -> String {
 /// A file's prompts and what identifies it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prompts {
+    /// What identifies the file.
     pub file: PromptFile,
+    /// Its prompts, in the file's order.
     pub prompts: Vec<Prompt>,
 }
 

@@ -16,9 +16,13 @@ use crate::{error::Words, plan::AuthStyle, stream::EndpointKind};
 pub struct Provider {
     /// The page's hook value (`provider`'s option).
     pub id: &'static str,
+    /// The name the chooser shows.
     pub name: &'static str,
+    /// The base URL it fills in.
     pub base_url: &'static str,
+    /// The API it speaks.
     pub endpoint: EndpointKind,
+    /// How it takes the key.
     pub auth: AuthStyle,
     /// Runs on the user's own machine or cluster (the server's settings are theirs).
     pub self_hosted: bool,

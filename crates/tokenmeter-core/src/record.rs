@@ -61,7 +61,7 @@ pub struct BrowserTiming {
 }
 
 /// What is known when a request is sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestStart {
     /// Unique within a run.
     pub id: u64,
@@ -85,14 +85,20 @@ pub enum StreamEnd {
     /// The user cancelled the run.
     Cancelled,
     /// The request or the body read failed (in a browser, a `TypeError` from `fetch`).
-    NetworkError { message: String },
+    NetworkError {
+        /// What the browser said.
+        message: String,
+    },
 }
 
 /// One finished request. Immutable: summaries are computed from it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
+    /// The request's number in the run, from 0 in send order.
     pub id: u64,
+    /// The level that sent it (0 for open-loop arrivals).
     pub concurrency: u32,
+    /// A warm-up request, left out of every figure.
     pub warmup: bool,
     /// Which pass of a repeated ladder sent it (0 for the first, and for a plan
     /// that does not repeat).
@@ -101,7 +107,9 @@ pub struct RequestRecord {
     /// Which target of an A/B plan it went to (0: A, the plan's own).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub target: u32,
+    /// When it wanted to start: its lane was free, or its arrival was due.
     pub wanted_us: u64,
+    /// When `fetch` was called.
     pub sent_us: u64,
     /// When the response headers arrived.
     pub headers_us: Option<u64>,
@@ -113,6 +121,7 @@ pub struct RequestRecord {
     pub last_token_us: Option<u64>,
     /// When the body ended (or the request was given up).
     pub end_us: u64,
+    /// The HTTP status, when a response came.
     pub status: Option<u16>,
     /// The response's `id` from its first chunk (names the request in server logs).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -132,9 +141,11 @@ pub struct RequestRecord {
     pub usage: Option<Usage>,
     /// `N_out`: see the module docs. `None` when no token arrived.
     pub n_out: Option<u64>,
+    /// Where `n_out` came from.
     pub token_source: TokenSource,
     /// `usage.completion_tokens − n_token_events`, when both exist.
     pub token_mismatch: Option<i64>,
+    /// The `finish_reason` the stream gave (OpenAI's words).
     pub finish_reason: Option<String>,
     /// `data: [DONE]` ended the stream (one after the usage chunk that ended it
     /// is not read, whether or not it came in the same network read).
@@ -163,6 +174,7 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// Whether it succeeded: a 2xx status, no error, a token.
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
     }
@@ -174,6 +186,7 @@ impl RequestRecord {
             && matches!((self.n_out, self.asked_tokens), (Some(n), Some(asked)) if n < u64::from(asked))
     }
 
+    /// Client queue time: from wanting to start to being sent, µs.
     pub fn queue_us(&self) -> u64 {
         self.sent_us.saturating_sub(self.wanted_us)
     }
@@ -214,6 +227,7 @@ impl RequestRecord {
             })
     }
 
+    /// Time to first token, from the send, µs.
     pub fn ttft_us(&self) -> Option<u64> {
         self.first_token_us.map(|t| t.saturating_sub(self.sent_us))
     }
@@ -223,6 +237,7 @@ impl RequestRecord {
         self.first_answer_us.map(|t| t.saturating_sub(self.sent_us))
     }
 
+    /// End-to-end latency, from the send to the end, µs.
     pub fn e2e_us(&self) -> u64 {
         self.end_us.saturating_sub(self.sent_us)
     }
@@ -245,6 +260,7 @@ impl RequestRecord {
             .filter(|&n| n > 0)
     }
 
+    /// Time per output token after the first, µs: `(last − first) / (n_out − 1)`.
     pub fn tpot_us(&self) -> Option<f64> {
         let n_out = self.n_streamed_out()?;
         let ttft = self.ttft_us()?;
@@ -313,16 +329,16 @@ impl RequestRecord {
 /// A read that carries at least this many token events is a burst: a server
 /// writes one event per token (or per few tokens) as it makes them, and a client
 /// reading as they come gets them one or two at a time.
-pub const BURST_EVENTS: u64 = 4;
+pub(crate) const BURST_EVENTS: u64 = 4;
 /// Fewer token events than this say nothing about how a stream was delivered.
-pub const BURST_MIN_EVENTS: u64 = 8;
+pub(crate) const BURST_MIN_EVENTS: u64 = 8;
 /// A stream shorter than this may arrive in one piece from a fast server.
-pub const BURST_MIN_E2E_US: u64 = 100_000;
+pub(crate) const BURST_MIN_E2E_US: u64 = 100_000;
 /// Reads this far apart (median), or two at most, are a gateway's releases (a
 /// proxy's 4–8 KiB buffer holds 25–50 tokens: 125 ms and more at 200 tokens/s;
 /// a timed flush, 100 ms or more), not a fast server's writes coalescing in a busy
 /// client or a loaded server catching up (tens of ms).
-pub const BURST_READ_GAP_US: u64 = 50_000;
+pub(crate) const BURST_READ_GAP_US: u64 = 50_000;
 
 /// How a request's token events came in network reads. Events the engine stamped
 /// at the same instant came in one read (it stamps each chunk as it arrives).
@@ -386,8 +402,8 @@ impl Default for ResponseLimits {
 /// `max_tokens` sends at most one event per token, but a gateway that re-chunks
 /// the text may send one per character (English runs about four characters a
 /// token), so only a server far past what was asked is stopped.
-pub const TOKEN_EVENTS_PER_ASKED: u64 = 8;
-pub const TOKEN_EVENTS_SLACK: u64 = 256;
+pub(crate) const TOKEN_EVENTS_PER_ASKED: u64 = 8;
+pub(crate) const TOKEN_EVENTS_SLACK: u64 = 256;
 
 impl ResponseLimits {
     /// The limits of a request that asked for `asked` output tokens: an answer
@@ -410,7 +426,7 @@ pub const ERROR_BODY_MAX_BYTES: u64 = 64 << 10;
 /// `N_out`, where it came from, and `usage.completion_tokens − n_token_events`
 /// (see the module docs): the one rule, for records built here or read from
 /// another client's records.
-pub fn token_count(
+pub(crate) fn token_count(
     usage: Option<Usage>,
     n_token_events: u64,
 ) -> (Option<u64>, TokenSource, Option<i64>) {
@@ -449,7 +465,9 @@ pub struct Turn {
 /// Options of a [`RecordBuilder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordOptions {
+    /// Bounds of the SSE parser.
     pub sse_limits: SseLimits,
+    /// Bounds of the response: events, bytes, token events.
     pub response_limits: ResponseLimits,
     /// Keep the answer text in the record (for display and exactness checks).
     pub keep_text: bool,
@@ -491,6 +509,7 @@ pub struct RecordBuilder {
 }
 
 impl RecordBuilder {
+    /// A builder for the request that `start` describes.
     pub fn new(start: RequestStart, options: RecordOptions) -> Self {
         RecordBuilder {
             start,

@@ -25,20 +25,24 @@ use crate::{
 };
 
 /// The run document version this crate writes.
-pub const RUN_SCHEMA: u32 = 1;
+pub(crate) const RUN_SCHEMA: u32 = 1;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Every planned request ran.
     Done,
+    /// The user cancelled it; what was measured is kept.
     Cancelled,
 }
 
 /// Which program wrote the document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolInfo {
+    /// The program's name (`tokenmeter`).
     pub name: String,
+    /// Its version.
     pub version: String,
 }
 
@@ -58,6 +62,7 @@ pub struct Environment {
     /// Who measured, when not this browser: `locust`, `vllm` (an imported run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The browser's user agent.
     #[serde(default)]
     pub user_agent: Option<String>,
     /// The page's origin (never the endpoint's key or query).
@@ -66,8 +71,10 @@ pub struct Environment {
     /// The smallest step of the clock, µs (browsers coarsen `performance.now()`).
     #[serde(default)]
     pub timer_resolution_us: Option<f64>,
+    /// Whether the page was cross-origin isolated (a fine clock).
     #[serde(default)]
     pub cross_origin_isolated: Option<bool>,
+    /// Cores the browser reported (`navigator.hardwareConcurrency`).
     #[serde(default)]
     pub hardware_concurrency: Option<u32>,
     /// What, besides the server, affected the figures (the browser's HTTP/1.1
@@ -102,6 +109,7 @@ pub struct EngineLoad {
     /// How late the engine's event loop ran, worst and at p95 of its ticks while
     /// requests were in flight, ms: timestamps taken then are late by as much.
     pub lag_max_ms: f64,
+    /// The lateness at p95 of its ticks while requests were in flight, ms.
     pub lag_p95_ms: f64,
     /// When into the level the worst lateness ended, ms.
     #[serde(default)]
@@ -157,21 +165,27 @@ impl Environment {
 /// Everything about one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunDocument {
+    /// The document's format ([`RUN_SCHEMA`]).
     pub schema: u32,
+    /// Which program wrote it.
     #[serde(default)]
     pub tool: ToolInfo,
+    /// The run's id, unique per run.
     pub run_id: String,
     /// ISO 8601, as the caller's clock had it.
     pub started_at: String,
+    /// Whether it ran to the end.
     pub status: RunStatus,
     /// The plan, which never holds the key.
     pub plan: Plan,
+    /// Where it was measured from, and what affected it.
     #[serde(default)]
     pub environment: Environment,
     /// One summary per concurrency level, ascending.
     pub levels: Vec<Summary>,
     /// All levels together.
     pub total: Summary,
+    /// The knee, the safe concurrency and the SLO per level.
     pub verdict: Verdict,
     /// Every request, warm-ups included (marked).
     pub records: Vec<RequestRecord>,

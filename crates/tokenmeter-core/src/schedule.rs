@@ -21,11 +21,16 @@ pub enum Sending {
     /// until `limit` requests were sent (an equal share per target) or
     /// `duration_ms` passed.
     ClosedLoop {
+        /// Requests the level sends in all.
         limit: u32,
+        /// How long the level may go, ms; absent: until `limit` were sent.
         duration_ms: Option<f64>,
     },
     /// One request at each offset from the level's start, ms.
-    OpenLoop { offsets_ms: Vec<f64> },
+    OpenLoop {
+        /// When each request goes, ms from the level's start.
+        offsets_ms: Vec<f64>,
+    },
 }
 
 /// One level of a run, as the engine measures it.
@@ -87,6 +92,7 @@ pub struct Schedule {
 
 impl Schedule {
     // Long: every load mode's levels, an arm each.
+    /// The course of `plan`, from its first level.
     pub fn new(plan: &Plan) -> Schedule {
         let closed = |index, concurrency, n_planned, pass, target| LevelPlan {
             index,

@@ -16,13 +16,15 @@ use serde::{Deserialize, Serialize};
 /// A probe's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
+    /// The concurrency probed.
     pub concurrency: u32,
+    /// Whether it met the SLO.
     pub met: bool,
 }
 
 /// The search's state: what was probed, and what comes next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SloSearch {
+pub(crate) struct SloSearch {
     start: u32,
     max: u32,
     probes: Vec<Probe>,
@@ -30,7 +32,7 @@ pub struct SloSearch {
 
 impl SloSearch {
     /// A search from `start` up to `max` streams (`1 ≤ start ≤ max`).
-    pub fn new(start: u32, max: u32) -> SloSearch {
+    pub(crate) fn new(start: u32, max: u32) -> SloSearch {
         let start = start.max(1);
         SloSearch {
             start,
@@ -50,7 +52,7 @@ impl SloSearch {
 
     /// The highest concurrency that met the SLO below every one that broke it (a
     /// noisy pass above a failure does not count).
-    pub fn highest_met(&self) -> Option<u32> {
+    pub(crate) fn highest_met(&self) -> Option<u32> {
         let ceiling = self.lowest_broken().unwrap_or(u32::MAX);
         self.probes
             .iter()
@@ -60,7 +62,7 @@ impl SloSearch {
     }
 
     /// The next concurrency to probe, `None` when the search is over.
-    pub fn next(&self) -> Option<u32> {
+    pub(crate) fn next(&self) -> Option<u32> {
         match (self.highest_met(), self.lowest_broken()) {
             (None, None) => Some(self.start),
             (None, Some(_)) => None,
@@ -71,12 +73,12 @@ impl SloSearch {
         }
     }
 
-    pub fn observe(&mut self, concurrency: u32, met: bool) {
+    pub(crate) fn observe(&mut self, concurrency: u32, met: bool) {
         self.probes.push(Probe { concurrency, met });
     }
 
     /// What the search found.
-    pub fn outcome(&self) -> SearchOutcome {
+    pub(crate) fn outcome(&self) -> SearchOutcome {
         SearchOutcome {
             highest_met: self.highest_met(),
             lowest_broken: self.lowest_broken(),
@@ -102,7 +104,7 @@ pub struct SearchOutcome {
 /// The confidence that at least 95% of a level's requests meet every limit, given
 /// that `n_good` of its `n` did: one minus the chance of seeing that many or more
 /// if exactly 95% would (a one-sided binomial test). `None` for no requests.
-pub fn confidence(n: u64, n_good: u64) -> Option<f64> {
+pub(crate) fn confidence(n: u64, n_good: u64) -> Option<f64> {
     if n == 0 {
         return None;
     }

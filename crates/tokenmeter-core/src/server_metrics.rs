@@ -23,13 +23,18 @@ pub const MAX_EXPOSITION_BYTES: usize = 4 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Server {
+    /// vLLM (`vllm:`).
     Vllm,
+    /// SGLang (`sglang:`).
     Sglang,
+    /// Text Generation Inference (`tgi_`).
     Tgi,
+    /// llama.cpp's `llama-server` (`llamacpp:`).
     Llamacpp,
 }
 
 impl Server {
+    /// The server's name as users know it.
     pub fn name(self) -> &'static str {
         match self {
             Server::Vllm => "vLLM",
@@ -118,7 +123,7 @@ const NAMES: [(&str, Server, Quantity); 16] = [
 
 /// Every metric name tokenmeter reads: what a poller elsewhere (the Locust
 /// master) keeps of an exposition, for [`parse`] to read later.
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     NAMES.iter().map(|(name, _, _)| *name)
 }
 
@@ -127,9 +132,12 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// models); absent where the server has no such metric.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSample {
+    /// When the answer came, µs on the run's clock.
     pub at_us: u64,
+    /// Requests the server was computing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<f64>,
+    /// Requests waiting in the server's queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<f64>,
     /// The KV cache's use, percent.
@@ -138,8 +146,10 @@ pub struct ServerSample {
     /// Counters since the server started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions: Option<f64>,
+    /// Prefix-cache look-ups, a counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_queries: Option<f64>,
+    /// Prefix-cache hits, a counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_hits: Option<f64>,
     /// A hit rate the server computes itself, percent.
@@ -155,7 +165,10 @@ pub enum Unreadable {
     /// origin on `/metrics`), or no server there.
     NoResponse,
     /// An HTTP status other than 200 (404: no metrics published).
-    Status { status: u16 },
+    Status {
+        /// The status.
+        status: u16,
+    },
     /// An answer without any metric of [`NAMES`].
     NoKnownMetric,
     /// An answer over [`MAX_EXPOSITION_BYTES`].
@@ -200,6 +213,7 @@ pub struct ServerMetrics {
     /// poll was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<Unreadable>,
+    /// Every reading, in order.
     pub samples: Vec<ServerSample>,
     /// When a poll was skipped because every connection to the host was in use
     /// (HTTP/1.1 allows six): the samples leave the busiest moments out.
@@ -249,7 +263,7 @@ impl ServerMetrics {
 }
 
 /// `{origin}/metrics` of `base_url`, where the servers above publish them.
-pub fn url_of(base_url: &str) -> String {
+pub(crate) fn url_of(base_url: &str) -> String {
     let after_scheme = base_url.find("://").map_or(0, |i| i + 3);
     let end = base_url[after_scheme..]
         .find('/')
@@ -343,14 +357,19 @@ pub struct ServerLevel {
     /// of the level's quieter moments, and its figures are at least what they say.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub n_skipped: u64,
+    /// Requests being computed, mean over the samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_mean: Option<f64>,
+    /// Requests being computed, the most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_max: Option<f64>,
+    /// Requests waiting, mean over the samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_mean: Option<f64>,
+    /// Requests waiting, the most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_max: Option<f64>,
+    /// The KV cache's use at its highest, percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_max_pct: Option<f64>,
     /// Preemptions during the level.
@@ -364,7 +383,7 @@ pub struct ServerLevel {
 
 /// Samples of the server's metrics a level needs before "none waited" is read
 /// from them: a queue shorter than the polls apart could slip between them.
-pub const SERVER_SAMPLES: u64 = 4;
+pub(crate) const SERVER_SAMPLES: u64 = 4;
 
 impl ServerLevel {
     /// The most requests seen waiting in the server's queue, where that tells
@@ -387,7 +406,7 @@ fn is_zero(n: &u64) -> bool {
 /// and at their most, counters as what they grew by since the sample before the
 /// window, and the polls skipped there. `None` without a sample or a skipped poll
 /// in any window.
-pub fn level(metrics: &ServerMetrics, windows: &[(u64, u64)]) -> Option<ServerLevel> {
+pub(crate) fn level(metrics: &ServerMetrics, windows: &[(u64, u64)]) -> Option<ServerLevel> {
     let inside = |at_us: u64| windows.iter().any(|&(a, b)| (a..=b).contains(&at_us));
     let samples = &metrics.samples[..];
     let in_level: Vec<&ServerSample> = samples.iter().filter(|s| inside(s.at_us)).collect();

@@ -22,10 +22,8 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 /// One dispatched event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` field, `None` for the default type (`message`).
     pub event: Option<String>,
@@ -41,7 +39,7 @@ pub struct SseEvent {
 }
 
 /// Limits that keep a misbehaving server from growing the parser without bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SseLimits {
     /// The longest line accepted, in bytes (without its line end).
     pub max_line_bytes: usize,
@@ -89,6 +87,7 @@ pub struct SseParser {
 }
 
 impl SseParser {
+    /// A parser holding nothing, bounded by `limits`.
     pub fn new(limits: SseLimits) -> Self {
         SseParser {
             limits,

@@ -19,21 +19,30 @@ use serde::{Deserialize, Serialize};
 /// NaN, and shown as a dash.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
+    /// How many samples.
     pub n: u64,
+    /// Their mean.
     #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
+    /// Their standard deviation (population).
     #[serde(deserialize_with = "nan_if_null")]
     pub std: f64,
+    /// The smallest.
     #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    /// The largest.
     #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
+    /// The median.
     #[serde(deserialize_with = "nan_if_null")]
     pub p50: f64,
+    /// The 90th percentile.
     #[serde(deserialize_with = "nan_if_null")]
     pub p90: f64,
+    /// The 95th percentile.
     #[serde(deserialize_with = "nan_if_null")]
     pub p95: f64,
+    /// The 99th percentile.
     #[serde(deserialize_with = "nan_if_null")]
     pub p99: f64,
 }
@@ -108,7 +117,7 @@ fn key_float(key: u64) -> f64 {
 // merge sort of `order_with`, for everything else.
 
 /// Sorts `values` ascending in `f64::total_cmp`'s order.
-pub fn sort_floats(values: &mut [f64]) {
+pub(crate) fn sort_floats(values: &mut [f64]) {
     let mut keys: Vec<u64> = values.iter().map(|&x| float_key(x)).collect();
     sort_numbers(&mut keys);
     for (value, key) in values.iter_mut().zip(keys) {
@@ -117,12 +126,12 @@ pub fn sort_floats(values: &mut [f64]) {
 }
 
 /// Sorts `values` ascending.
-pub fn sort_numbers(values: &mut [u64]) {
+pub(crate) fn sort_numbers(values: &mut [u64]) {
     values.sort_unstable();
 }
 
 /// `values` ascending, each once.
-pub fn sorted_unique(values: impl IntoIterator<Item = u32>) -> Vec<u32> {
+pub(crate) fn sorted_unique(values: impl IntoIterator<Item = u32>) -> Vec<u32> {
     let mut wide: Vec<u64> = values.into_iter().map(u64::from).collect();
     sort_numbers(&mut wide);
     wide.dedup();
@@ -131,7 +140,7 @@ pub fn sorted_unique(values: impl IntoIterator<Item = u32>) -> Vec<u32> {
 
 /// The positions `0..n` ordered by `cmp`, equal ones in their given order (a stable
 /// merge sort, bottom up).
-pub fn order_with(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+pub(crate) fn order_with(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
     let mut merged = vec![0; n];
     let mut width = 1;
@@ -173,7 +182,7 @@ pub fn reorder<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
 /// The same percentile as [`percentile_sorted`] from samples in any order, which it
 /// reorders: O(n) selection instead of a sort, for figures asked for again and again
 /// while a level runs.
-pub fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
     if samples.is_empty() {
         return None;
     }
@@ -189,7 +198,7 @@ pub fn percentile_select(samples: &mut [f64], p: f64) -> Option<f64> {
 }
 
 /// The `p`-th percentile (0–100) of sorted, non-empty samples, by linear interpolation.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     assert!(!sorted.is_empty(), "percentile of no samples");
     let h = (sorted.len() - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
     let lo = h.floor() as usize;
@@ -200,7 +209,7 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 /// The least-squares slope of `y` over `x` through `points` (`(x, y)`); `None`
 /// for fewer than two points or when every `x` is the same. Centred sums, so
 /// large offsets (thousands of tokens, seconds) lose no precision.
-pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
     if points.len() < 2 {
         return None;
     }

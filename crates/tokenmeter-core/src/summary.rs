@@ -100,8 +100,11 @@ pub struct LevelStats {
 /// length their request asked for, summed over successful requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Early {
+    /// Requests that ended early.
     pub n_requests: u64,
+    /// Output tokens they asked for.
     pub asked_tokens: u64,
+    /// Output tokens they produced.
     pub produced_tokens: u64,
 }
 
@@ -150,6 +153,7 @@ impl AddAssign<&Bursts> for Bursts {
 }
 
 impl LevelStats {
+    /// An empty accumulator for the level `concurrency`.
     pub fn new(concurrency: u32) -> Self {
         LevelStats {
             concurrency: Some(concurrency),
@@ -376,9 +380,9 @@ impl LevelStats {
 /// The fewest requests with input tokens a level's TTFT-per-input slope is fitted
 /// to, and the least range of their (uncached) input lengths: below either, the
 /// slope is noise.
-pub const PREFILL_MIN_REQUESTS: usize = 8;
+pub(crate) const PREFILL_MIN_REQUESTS: usize = 8;
 /// See [`PREFILL_MIN_REQUESTS`].
-pub const PREFILL_MIN_RANGE_TOKENS: u64 = 64;
+pub(crate) const PREFILL_MIN_RANGE_TOKENS: u64 = 64;
 
 fn cached_input_pct(rows: &[OkRow]) -> Option<f64> {
     let (input, cached) = rows
@@ -509,18 +513,25 @@ fn peak_overlap(spans: &[(u64, u64)]) -> u32 {
 pub struct Summary {
     /// The concurrency level; `None` for a whole run.
     pub concurrency: Option<u32>,
+    /// Requests sent, warm-up left out.
     pub n_requests: u64,
+    /// Of those, the successful ones.
     pub n_ok: u64,
     /// Failures, cancelled requests excluded.
     pub n_fail: u64,
+    /// Requests cancelled by the user.
     pub n_cancelled: u64,
+    /// Failures by what went wrong.
     pub fails_by_kind: VecMap<ErrorKind, u64>,
+    /// Time to first token, from the send.
     pub ttft_ms: Option<Distribution>,
     /// Time to the first answer token (differs from TTFT with reasoning models).
     pub ttfat_ms: Option<Distribution>,
+    /// Time per output token after the first, per request.
     pub tpot_ms: Option<Distribution>,
     /// Inter-token latency, pooled over all requests.
     pub itl_ms: Option<Distribution>,
+    /// End-to-end latency, from the send to the end.
     pub e2e_ms: Option<Distribution>,
     /// Client queue time: waiting for a free slot before sending.
     pub queue_ms: Option<Distribution>,
@@ -544,6 +555,7 @@ pub struct Summary {
     pub decode_tps: Option<Distribution>,
     /// From the first request wanting to start to the last one ending.
     pub wall_s: f64,
+    /// Output tokens of the successful requests.
     pub n_out_total: u64,
     /// Successful requests per second of wall time.
     pub request_throughput_rps: f64,
@@ -553,6 +565,7 @@ pub struct Summary {
     pub tps_sum_article: f64,
     /// The most output tokens in one whole second of the time origin.
     pub peak_output_tps: f64,
+    /// The most requests in flight at once.
     pub peak_concurrency: u32,
     /// Successful requests whose N_out came from `usage`.
     pub n_usage_counted: u64,
@@ -595,6 +608,7 @@ pub struct Summary {
     pub distorted: Option<Distortion>,
     /// Requests whose usage count differs from their chunk count.
     pub n_mismatched: u64,
+    /// Their mean absolute difference, tokens.
     pub mean_abs_mismatch: f64,
     /// Requests meeting every SLO limit (when any is set).
     pub n_good: Option<u64>,
@@ -620,15 +634,22 @@ pub struct Summary {
 /// One pass of a repeated level.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PassFigures {
+    /// Which pass (0 for the first).
     pub repetition: u32,
+    /// Successful requests.
     pub n_ok: u64,
+    /// Median TTFT, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// p95 TTFT, ms.
     pub ttft_p95_ms: Option<f64>,
+    /// Median TPOT, ms.
     pub tpot_p50_ms: Option<f64>,
+    /// Aggregate output tokens/s.
     pub output_tps: f64,
 }
 
 impl PassFigures {
+    /// The pass figures of `s`.
     pub fn of(repetition: u32, s: &Summary) -> PassFigures {
         PassFigures {
             repetition,
@@ -646,9 +667,13 @@ impl PassFigures {
 pub struct TurnFigures {
     /// 1 for the first turn.
     pub turn: u32,
+    /// Successful requests.
     pub n_ok: u64,
+    /// Failed requests.
     pub n_fail: u64,
+    /// Median TTFT, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// p95 TTFT, ms.
     pub ttft_p95_ms: Option<f64>,
     /// Input tokens as the server counted them, mean: the conversation so far.
     pub input_tokens_mean: Option<f64>,
@@ -657,6 +682,7 @@ pub struct TurnFigures {
 }
 
 impl TurnFigures {
+    /// The turn figures of `s`.
     pub fn of(turn: u32, s: &Summary) -> TurnFigures {
         TurnFigures {
             turn,
@@ -673,6 +699,7 @@ impl TurnFigures {
 /// A level's conversations, each from its first request's send to its last's end.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionFigures {
+    /// Conversations that started.
     pub n_sessions: u64,
     /// Of those, the ones whose every turn the plan asked for succeeded.
     pub n_whole: u64,
@@ -723,17 +750,28 @@ impl SessionFigures {
 pub enum Distortion {
     /// The browser held requests back in its own per-host queue (`protocol`,
     /// `connections` in flight at most): the server never saw this concurrency.
-    BrowserQueue { protocol: String, connections: u32 },
+    BrowserQueue {
+        /// The protocol the browser spoke.
+        protocol: String,
+        /// Requests it had in flight to the host at most.
+        connections: u32,
+    },
     /// The measuring engine's own event loop ran this late (p95 of its ticks while
     /// requests were in flight, ms): timestamps moved by as much.
-    Engine { lag_p95_ms: f64 },
+    Engine {
+        /// The lateness, ms.
+        lag_p95_ms: f64,
+    },
     /// Most of the level's streams arrived in bursts (`share_pct` of their token
     /// events, up to `largest` in one read) although the server took its time: a
     /// gateway that buffers or compresses the stream held them back. TTFT, TPOT
     /// and ITL there are the gateway's releases, not the server's pace.
     Buffered {
+        /// Requests whose stream came in bursts.
         n_requests: u64,
+        /// Of the level's token events, the share that came in bursts, percent.
         share_pct: f64,
+        /// The most token events in one network read.
         largest: u64,
     },
 }

@@ -33,7 +33,7 @@ impl fmt::Display for WireError {
 }
 
 /// The value of `field`, which the variant `tag` needs.
-pub fn need<T>(value: Option<T>, tag: &str, field: &'static str) -> Result<T, WireError> {
+pub(crate) fn need<T>(value: Option<T>, tag: &str, field: &'static str) -> Result<T, WireError> {
     value.ok_or_else(|| WireError::Missing {
         tag: tag.to_owned(),
         field,

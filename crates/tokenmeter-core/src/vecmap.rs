@@ -31,6 +31,7 @@ impl<K, V> Default for VecMap<K, V> {
 }
 
 impl<K: Ord, V> VecMap<K, V> {
+    /// An empty map.
     pub fn new() -> Self {
         Self::default()
     }
@@ -66,6 +67,7 @@ impl<K: Ord, V> VecMap<K, V> {
         }
     }
 
+    /// The value of `key`.
     pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
     where
         K: std::borrow::Borrow<Q>,
@@ -77,6 +79,7 @@ impl<K: Ord, V> VecMap<K, V> {
         Some(&self.entries[at].1)
     }
 
+    /// The value of `key`, to change.
     pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: std::borrow::Borrow<Q>,
@@ -88,6 +91,7 @@ impl<K: Ord, V> VecMap<K, V> {
         Some(&mut self.entries[at].1)
     }
 
+    /// Removes every entry, keeping the room.
     pub fn clear(&mut self) {
         self.entries.clear();
     }
@@ -97,10 +101,12 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
+    /// The keys, in order.
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.entries.iter().map(|(k, _)| k)
     }
 
+    /// The values, in their keys' order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }
@@ -110,10 +116,12 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entries.into_iter().map(|(_, v)| v)
     }
 
+    /// How many entries.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether it has no entry.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

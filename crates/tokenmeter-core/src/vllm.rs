@@ -392,7 +392,7 @@ mod tests {
     use crate::error::Lang;
 
     /// A detailed result of four requests at --max-concurrency 2, one failed.
-    pub const DETAILED: &str = include_str!("../tests/fixtures/vllm-detailed.json");
+    pub(super) const DETAILED: &str = include_str!("../tests/fixtures/vllm-detailed.json");
 
     #[test]
     fn a_detailed_result_becomes_a_run() {

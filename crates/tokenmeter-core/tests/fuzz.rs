@@ -22,13 +22,12 @@ use std::{
 
 use serde_json::{json, Value};
 use tokenmeter_core::{
-    plan::{import_config, Plan},
-    prompts,
-    record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
-    report::{Environment, RunDocument, RunStatus},
-    server_metrics::{self, Server, ServerMetrics, ServerSample},
-    sse::SseLimits,
-    stream::EndpointKind,
+    import_config, parse_metrics, read_prompts,
+    schema::{
+        EndpointKind, Environment, Plan, RunDocument, RunStatus, Server, ServerMetrics,
+        ServerSample,
+    },
+    RecordBuilder, RecordOptions, RequestStart, SseLimits, StreamEnd, POLL_EVERY_MS,
 };
 
 /// Cases per target in the test command: enough to reach every reader's error
@@ -254,7 +253,7 @@ fn document_seeds() -> Vec<Vec<u8>> {
             server_metrics: Some(ServerMetrics {
                 url: "http://127.0.0.1:8000/metrics".into(),
                 server: Some(Server::Vllm),
-                every_ms: server_metrics::POLL_EVERY_MS,
+                every_ms: POLL_EVERY_MS,
                 unreadable: None,
                 skipped_at_us: Vec::new(),
                 samples: [100, 900]
@@ -387,7 +386,7 @@ const TARGETS: &[Target] = &[
         name: "prompt files",
         seeds: prompt_seeds,
         run: |input| {
-            if let Ok(read) = prompts::read("fuzz.txt", input) {
+            if let Ok(read) = read_prompts("fuzz.txt", input) {
                 assert!(read.file.count as usize == read.prompts.len() && !read.prompts.is_empty());
             }
         },
@@ -396,7 +395,7 @@ const TARGETS: &[Target] = &[
         name: "prometheus metrics",
         seeds: prometheus_seeds,
         run: |input| {
-            if let Ok((_, sample)) = server_metrics::parse(&text(input)) {
+            if let Ok((_, sample)) = parse_metrics(&text(input)) {
                 // What is kept is a number (NaN and infinities are left out).
                 for value in [sample.running, sample.waiting, sample.kv_pct]
                     .into_iter()

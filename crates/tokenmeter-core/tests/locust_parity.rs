@@ -6,9 +6,8 @@
 
 use serde_json::Value;
 use tokenmeter_core::{
-    plan::unique_header,
-    record::{RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
-    stream::EndpointKind,
+    schema::{EndpointKind, RequestRecord},
+    unique_header, RecordBuilder, RecordOptions, RequestStart, StreamEnd,
 };
 
 fn fixture() -> Value {

@@ -6,9 +6,8 @@
 
 use proptest::prelude::*;
 use tokenmeter_core::{
-    record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd},
-    sse::{SseEvent, SseLimits, SseParser},
-    stream::{interpret, EndpointKind},
+    interpret, schema::EndpointKind, RecordBuilder, RecordOptions, RequestStart, SseEvent,
+    SseLimits, SseParser, StreamEnd,
 };
 
 /// Streams as servers send them: CJK content, CRLF, comments, multi-line data,

@@ -18,14 +18,8 @@ use std::{fs, path::PathBuf, process::ExitCode};
 
 use clap::Parser;
 use tokenmeter_core::{
-    columns::article_table,
-    diagnosis::diagnose,
-    error::{Lang, Said},
-    locust,
-    plan::{import_config, Slo},
-    render,
-    report::RunDocument,
-    verdict::analyse,
+    analyse, article_table, diagnose, import_config, locust, render,
+    schema::{Lang, RunDocument, Said, Slo},
     vllm,
 };
 
@@ -185,7 +179,7 @@ fn export_locust(
                 || path.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             );
-            tokenmeter_core::prompts::read(&name, &bytes).map_err(|why| why.en)
+            tokenmeter_core::read_prompts(&name, &bytes).map_err(|why| why.en)
         })
         .transpose()?;
     let made = locust::export(locust::TEMPLATE, &plan, prompts.as_ref())?;

@@ -3,9 +3,8 @@
 use std::{path::PathBuf, process::Command};
 
 use tokenmeter_core::{
-    plan::Plan,
-    record::{RecordBuilder, RecordOptions, RequestRecord, RequestStart, StreamEnd},
-    report::{Environment, RunDocument, RunStatus},
+    schema::{Environment, Plan, RequestRecord, RunDocument, RunStatus},
+    RecordBuilder, RecordOptions, RequestStart, StreamEnd,
 };
 
 /// A request at `concurrency` with its first token after `ttft_ms`, then 9 more
@@ -186,9 +185,9 @@ fn a_plan_of_a_file_s_prompts_exports_them_beside_the_locustfile() {
     let prompts_path = dir.join("mine.txt");
     std::fs::write(&prompts_path, "第一个提示词\nsecond prompt\n").unwrap();
     let prompts =
-        tokenmeter_core::prompts::read("mine.txt", &std::fs::read(&prompts_path).unwrap()).unwrap();
+        tokenmeter_core::read_prompts("mine.txt", &std::fs::read(&prompts_path).unwrap()).unwrap();
     let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
-    plan.prompt_mode = tokenmeter_core::plan::PromptMode::File;
+    plan.prompt_mode = tokenmeter_core::schema::PromptMode::File;
     plan.prompt_file = Some(prompts.file.clone());
     let plan_path = dir.join("plan.json");
     std::fs::write(&plan_path, serde_json::to_string(&plan).unwrap()).unwrap();
@@ -209,7 +208,7 @@ fn a_plan_of_a_file_s_prompts_exports_them_beside_the_locustfile() {
     assert!(stdout.contains("tokenmeter_prompts.json"), "{stdout}");
     let written = std::fs::read(out.join("tokenmeter_prompts.json")).unwrap();
     let file = std::fs::read_to_string(out.join("tokenmeter_locustfile.py")).unwrap();
-    assert!(file.contains(&tokenmeter_core::prompts::sha256_hex(&written)));
+    assert!(file.contains(&tokenmeter_core::sha256_hex(&written)));
     assert!(String::from_utf8(written).unwrap().contains("第一个提示词"));
     // Another file than the plan's is refused.
     std::fs::write(&prompts_path, "other\n").unwrap();
@@ -221,7 +220,7 @@ fn a_plan_of_a_file_s_prompts_exports_them_beside_the_locustfile() {
 #[test]
 fn an_ab_run_prints_every_target_and_holds_each_to_the_slo() {
     let mut plan = Plan::default_for_simulator("http://127.0.0.1:8000/v1");
-    plan.targets = vec![tokenmeter_core::plan::TargetSpec {
+    plan.targets = vec![tokenmeter_core::schema::TargetSpec {
         base_url: "http://127.0.0.1:8001/v1".into(),
         model: "slow".into(),
         extra_body: Default::default(),

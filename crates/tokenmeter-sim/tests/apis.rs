@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use common::{fast_config, measure_kind, send, start, truth};
 use serde_json::{json, Value};
-use tokenmeter_core::{error::ErrorKind, stream::EndpointKind};
+use tokenmeter_core::schema::{EndpointKind, ErrorKind};
 
 const PROMPT: &str = "请用300字介绍大模型推理中的prefill和decode两个阶段";
 
 /// A streaming request of `kind` for `max_tokens`, as tokenmeter's core writes it.
 fn body(kind: EndpointKind, max_tokens: u32) -> Value {
-    tokenmeter_core::stream::request_body(&tokenmeter_core::stream::BodySpec {
+    tokenmeter_core::request_body(&tokenmeter_core::BodySpec {
         kind,
         model: "tokenmeter-sim".into(),
         prompt: PROMPT.into(),

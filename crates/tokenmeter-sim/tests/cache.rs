@@ -25,7 +25,7 @@ async fn a_prompt_seen_before_costs_no_prefill_for_its_cached_blocks() {
     config.engine.prefill_per_token_ms = 1.0;
     let sim = start(config).await;
     let prompt = "预填充阶段计算整个提示词的键值缓存。".repeat(25); // 450 tokens
-    let ttft_ms = |r: &tokenmeter_core::record::RequestRecord| r.ttft_us().unwrap() as f64 / 1e3;
+    let ttft_ms = |r: &tokenmeter_core::schema::RequestRecord| r.ttft_us().unwrap() as f64 / 1e3;
 
     let origin = Instant::now();
     let first = measure(

@@ -10,9 +10,9 @@ use std::time::Instant;
 use common::{chat_body, measure, post_chat, start};
 use futures_util::future::join_all;
 use tokenmeter_core::{
-    diagnosis::{diagnose, Cause},
-    plan::Plan,
-    report::{Environment, RunDocument, RunStatus},
+    diagnose,
+    schema::{Environment, Plan, RunDocument, RunStatus},
+    Cause,
 };
 use tokenmeter_sim::{engine::EngineParams, SimConfig};
 

@@ -9,9 +9,9 @@ use common::{chat_body, measure, post_chat, start};
 use futures_util::future::join_all;
 use http_body_util::BodyExt;
 use tokenmeter_core::{
-    plan::{AnalysisParams, Slo},
-    summary::LevelStats,
-    verdict::analyse,
+    analyse,
+    schema::{AnalysisParams, Slo},
+    LevelStats,
 };
 use tokenmeter_sim::{engine::EngineParams, SimConfig};
 

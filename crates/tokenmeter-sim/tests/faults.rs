@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{chat_body, fast_config, measure, post_chat, start, Received};
-use tokenmeter_core::{error::ErrorKind, record::RequestRecord};
+use tokenmeter_core::schema::{ErrorKind, RequestRecord};
 use tokenmeter_sim::SimServer;
 
 async fn with_fault(sim: &SimServer, fault: &str, max_tokens: u64) -> (Received, RequestRecord) {

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use common::{chat_body, fast_config, measure_live, start};
 use tokenmeter_core::{
-    error::ErrorKind,
-    record::{RequestRecord, ERROR_BODY_MAX_BYTES},
-    sse::SseLimits,
+    schema::{ErrorKind, RequestRecord},
+    SseLimits, ERROR_BODY_MAX_BYTES,
 };
 use tokenmeter_sim::SimServer;
 

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{chat_body, fast_config, post_chat, send, start};
-use tokenmeter_core::server_metrics::{self, Server};
+use tokenmeter_core::{parse_metrics, schema::Server};
 use tokenmeter_sim::server::metrics::MetricsNames;
 
 #[tokio::test]
@@ -28,7 +28,7 @@ async fn metrics_show_the_batch_full_and_the_queue_behind_it() {
         .header("content-type")
         .unwrap()
         .starts_with("text/plain"));
-    let (server, sample) = server_metrics::parse(&metrics.text()).unwrap();
+    let (server, sample) = parse_metrics(&metrics.text()).unwrap();
     assert_eq!(server, Server::Vllm);
     assert_eq!((sample.running, sample.waiting), (Some(2.0), Some(3.0)));
     assert!(sample.kv_pct.unwrap() > 0.0);
@@ -37,8 +37,7 @@ async fn metrics_show_the_batch_full_and_the_queue_behind_it() {
         assert_eq!(request.await.unwrap().status, 200);
     }
     // Idle again; every prompt was looked up in the prompt cache.
-    let (_, idle) =
-        server_metrics::parse(&send(addr, "GET", "/metrics", &[], None).await.text()).unwrap();
+    let (_, idle) = parse_metrics(&send(addr, "GET", "/metrics", &[], None).await.text()).unwrap();
     assert_eq!((idle.running, idle.waiting), (Some(0.0), Some(0.0)));
     assert!(idle.prefix_queries.unwrap() > 0.0);
 }
@@ -56,7 +55,7 @@ async fn other_servers_names_and_none() {
         let sim = start(config).await;
         let r = send(sim.addr, "GET", "/metrics", &[], None).await;
         match server {
-            Some(server) => assert_eq!(server_metrics::parse(&r.text()).unwrap().0, server),
+            Some(server) => assert_eq!(parse_metrics(&r.text()).unwrap().0, server),
             None => assert_eq!(r.status, 404),
         }
     }

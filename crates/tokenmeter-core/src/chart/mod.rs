@@ -69,6 +69,7 @@ const NARROW_WIDTH: f64 = 400.0;
 /// one. Exports draw wide; the page asks for narrow on a phone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Look {
+    /// The language of the chart's words.
     pub lang: Lang,
     /// Panels one under the other, in [`NARROW_WIDTH`].
     pub narrow: bool,
@@ -936,8 +937,11 @@ fn overlay(runs: &[Overlaid<'_>], testid: &'static str, title: &str, look: Look)
 /// One level of a run that goes, as [`live`] draws it (from the progress the
 /// engine posts).
 pub struct LivePoint {
+    /// The level.
     pub concurrency: u32,
+    /// Median TTFT so far, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// p95 TTFT so far, ms.
     pub ttft_p95_ms: Option<f64>,
     /// `None` until the level has a finished request.
     pub output_tps: Option<f64>,

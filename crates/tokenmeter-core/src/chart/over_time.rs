@@ -12,7 +12,7 @@ use crate::{error::Lang, record::RequestRecord, report::RunDocument};
 /// The height of every chart over the run's time.
 pub(super) const HEIGHT: f64 = 260.0;
 /// The most bins kept: beyond, neighbours merge and the bins are twice as wide.
-pub const MAX_BINS: usize = 1_800;
+pub(super) const MAX_BINS: usize = 1_800;
 
 /// Output tokens per time bin, and each level's span, from the requests so far.
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// A coordinate, to a tenth of a unit (the charts' units are CSS pixels at 100%).
-pub fn px(v: f64) -> String {
+pub(super) fn px(v: f64) -> String {
     // `+ 0.0` turns −0 into 0.
     let v = (v * 10.0).round() / 10.0 + 0.0;
     if v == v.trunc() {
@@ -32,17 +32,22 @@ pub fn px(v: f64) -> String {
 
 /// Markup under construction.
 #[derive(Default)]
-pub struct Svg {
+pub(super) struct Svg {
     out: String,
 }
 
 impl Svg {
-    pub fn raw(&mut self, markup: &str) -> &mut Self {
+    pub(super) fn raw(&mut self, markup: &str) -> &mut Self {
         self.out.push_str(markup);
         self
     }
 
-    pub fn line(&mut self, class: &str, (x1, y1): (f64, f64), (x2, y2): (f64, f64)) -> &mut Self {
+    pub(super) fn line(
+        &mut self,
+        class: &str,
+        (x1, y1): (f64, f64),
+        (x2, y2): (f64, f64),
+    ) -> &mut Self {
         let _ = write!(
             self.out,
             r#"<line class="{class}" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
@@ -55,7 +60,13 @@ impl Svg {
     }
 
     /// Text anchored at (`x`, `y`); `anchor` is `start`, `middle` or `end`.
-    pub fn text(&mut self, class: &str, (x, y): (f64, f64), anchor: &str, text: &str) -> &mut Self {
+    pub(super) fn text(
+        &mut self,
+        class: &str,
+        (x, y): (f64, f64),
+        anchor: &str,
+        text: &str,
+    ) -> &mut Self {
         let _ = write!(
             self.out,
             r#"<text class="{class}" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
@@ -67,7 +78,7 @@ impl Svg {
     }
 
     /// A polyline through `points` (skipped when there are fewer than two).
-    pub fn polyline(&mut self, class: &str, points: &[(f64, f64)]) -> &mut Self {
+    pub(super) fn polyline(&mut self, class: &str, points: &[(f64, f64)]) -> &mut Self {
         if points.len() < 2 {
             return self;
         }
@@ -83,7 +94,7 @@ impl Svg {
         self
     }
 
-    pub fn finish(self) -> String {
+    pub(super) fn finish(self) -> String {
         self.out
     }
 }

@@ -8,7 +8,7 @@ use crate::{
 
 /// A request at `concurrency` whose first token came `ttft_ms` after it was sent,
 /// then nine more every `tpot_ms`.
-pub fn record(id: u64, concurrency: u32, ttft_ms: u64, tpot_ms: u64) -> RequestRecord {
+pub(crate) fn record(id: u64, concurrency: u32, ttft_ms: u64, tpot_ms: u64) -> RequestRecord {
     let sent = id * 10_000_000;
     let mut b = RecordBuilder::new(
         RequestStart {
@@ -35,7 +35,7 @@ pub fn record(id: u64, concurrency: u32, ttft_ms: u64, tpot_ms: u64) -> RequestR
 
 /// Four levels, 1 to 8, four requests each: TTFT 100, 120 and 300 ms at 1, 2
 /// and 4; every request at 8 failed with a 503.
-pub fn ladder_records() -> Vec<RequestRecord> {
+pub(crate) fn ladder_records() -> Vec<RequestRecord> {
     let mut records = Vec::new();
     let mut id = 0;
     for (concurrency, ttft_ms, tpot_ms) in [(1, 100, 20), (2, 120, 22), (4, 300, 30)] {

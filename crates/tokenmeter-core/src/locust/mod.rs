@@ -81,7 +81,9 @@ pub fn requirements() -> String {
 /// text of [`PROMPTS_FILE`] to put beside it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Export {
+    /// The locustfile's text.
     pub locustfile: String,
+    /// The text of [`PROMPTS_FILE`], for a plan of a file's prompts.
     pub prompts: Option<String>,
 }
 

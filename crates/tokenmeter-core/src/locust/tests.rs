@@ -665,7 +665,7 @@ fn varying_cases() -> Value {
         }));
     }
     json!({
-        "about": "Bodies of requests whose lengths are drawn per request, and of requests sending a file's prompts (tokenmeter_core::plan::Bodies): the core writes them (src/locust/tests.rs holds this file to them; TOKENMETER_WRITE_FIXTURES=1 rewrites it) and the exported locustfile (e2e/locust/parity.py) must make each from its setup (and, for a file's, from the prompts file it checks by its SHA-256).",
+        "about": "Bodies of requests whose lengths are drawn per request, and of requests sending a file's prompts (tokenmeter_core::Bodies): the core writes them (src/locust/tests.rs holds this file to them; TOKENMETER_WRITE_FIXTURES=1 rewrites it) and the exported locustfile (e2e/locust/parity.py) must make each from its setup (and, for a file's, from the prompts file it checks by its SHA-256).",
         "cases": cases,
         "files": file_cases(),
     })

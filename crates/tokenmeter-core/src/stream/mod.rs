@@ -10,14 +10,12 @@
 //! reasoning and tool-call text, usage, a finish reason and whether the event is the
 //! stream's last word; an error sent inside the stream; or `[DONE]`.
 
-pub mod anthropic;
-pub mod openai;
-pub mod responses;
+pub(crate) mod anthropic;
+pub(crate) mod openai;
+pub(crate) mod responses;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-pub use openai::error_message;
 
 /// Which streaming API a plan calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,11 +72,15 @@ impl EndpointKind {
 }
 
 /// Everything that goes into one request body.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BodySpec {
+    /// Which API the body is for.
     pub kind: EndpointKind,
+    /// The model.
     pub model: String,
+    /// The prompt, as the user's message (or the completion's prompt).
     pub prompt: String,
+    /// Output tokens asked for.
     pub max_tokens: u32,
     /// `None` leaves the server's default.
     pub temperature: Option<f64>,
@@ -89,7 +91,6 @@ pub struct BodySpec {
     pub extra: Map<String, Value>,
     /// A chat's messages as written (a prompt file's), sent instead of `prompt`
     /// as the user's one message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Value>>,
 }
 
@@ -153,7 +154,9 @@ pub fn request_body(spec: &BodySpec) -> Value {
 /// Token counts the server reported in a `usage` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Prompt tokens (`prompt_tokens`, or the kind's own name).
     pub prompt_tokens: Option<u64>,
+    /// Output tokens (`completion_tokens`, or the kind's own name).
     pub completion_tokens: Option<u64>,
     /// `completion_tokens_details.reasoning_tokens`, when the server splits them out.
     pub reasoning_tokens: Option<u64>,
@@ -222,7 +225,9 @@ pub struct Chunk {
 /// generating the rest). Its queue before prompt processing is in neither.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerTimings {
+    /// Processing the prompt, up to the first token, ms.
     pub prompt_ms: Option<f64>,
+    /// Generating the rest, ms.
     pub predicted_ms: Option<f64>,
     /// Prompt tokens the server computed (`prompt_n`): those it did not find in its
     /// cache.

@@ -156,7 +156,7 @@ pub(super) fn interpret(data: &str) -> Result<StreamItem, MalformedEvent> {
 }
 
 /// The human part of an OpenAI-style error value (`{"message": ...}` or a string).
-pub fn error_message(error: &Value) -> String {
+pub(crate) fn error_message(error: &Value) -> String {
     match error {
         Value::String(s) => s.clone(),
         Value::Object(obj) => obj

@@ -24,8 +24,8 @@ use crate::{
 };
 
 /// The figures of one level that the analysis uses.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LevelPoint {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LevelPoint {
     pub concurrency: u32,
     /// Aggregate output tokens/s.
     pub output_tps: f64,
@@ -35,17 +35,15 @@ pub struct LevelPoint {
     pub n_ok: u64,
     pub n_fail: u64,
     /// Requests the user cancelled (neither successes nor failures).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub n_cancelled: u64,
     /// The spread of output tokens/s between the passes of a repeated ladder,
     /// percent of their mean: a gain within it is noise, not growth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tps_noise_pct: Option<f64>,
 }
 
 impl LevelPoint {
     /// `None` for a run-wide summary (no concurrency).
-    pub fn from_summary(s: &Summary) -> Option<LevelPoint> {
+    pub(crate) fn from_summary(s: &Summary) -> Option<LevelPoint> {
         Some(LevelPoint {
             concurrency: s.concurrency?,
             output_tps: s.output_tps,
@@ -100,9 +98,11 @@ impl LevelPoint {
 /// The verdict on one level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LevelVerdict {
+    /// The level.
     pub concurrency: u32,
     /// Gain share of the step from the previous level (see the module docs).
     pub gain_share: Option<f64>,
+    /// Whether the level meets every SLO limit.
     pub meets_slo: bool,
     /// What breaks the SLO, e.g. `p95 TTFT 2401 ms > 1000 ms`.
     pub slo_breaches: Vec<String>,
@@ -111,16 +111,20 @@ pub struct LevelVerdict {
 /// The verdict on a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// Where throughput stopped growing: the last level before the gain fell under the rule.
     pub knee: Option<u32>,
+    /// The concurrency to run at: the knee's share (70%) rounded down to a measured level that meets the SLO.
     pub safe_concurrency: Option<u32>,
     /// The highest level that, with every level below it, meets the SLO.
     pub slo_ok_up_to: Option<u32>,
+    /// Each level's verdict, in order.
     pub levels: Vec<LevelVerdict>,
     /// What the verdict says, as data: rendered per language by [`Sentence::text`].
     #[serde(default)]
     pub sentences: Vec<Sentence>,
     /// The sentences in English and in Chinese, for readers of schema 1.
     pub explanation_en: String,
+    /// The sentences in Chinese.
     pub explanation_zh: String,
 }
 
@@ -285,7 +289,7 @@ fn noise_sentence(summaries: &[Summary]) -> Option<Sentence> {
 
 /// Analyses level points (sorted here by concurrency).
 // Long: the knee and safe-concurrency rules in order, read in one place.
-pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
+pub(crate) fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams) -> Verdict {
     let order = crate::stats::order_with(points.len(), &|a, b| {
         points[a].concurrency.cmp(&points[b].concurrency)
     });
@@ -452,10 +456,6 @@ pub fn analyse_points(points: &[LevelPoint], slo: &Slo, params: &AnalysisParams)
         verdict.push(Sentence::SloOkWithoutKnee { up_to });
     }
     verdict
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 fn gain_share(a: &LevelPoint, b: &LevelPoint) -> Option<f64> {

@@ -22,80 +22,126 @@ pub enum Sentence {
     NothingSucceeded,
     /// Throughput stopped growing after `knee`.
     Knee {
+        /// The first level.
         first: u32,
+        /// Its output tokens/s.
         first_tps: f64,
+        /// The knee.
         knee: u32,
+        /// Its output tokens/s.
         knee_tps: f64,
+        /// The level after the knee.
         next: u32,
+        /// Its output tokens/s.
         next_tps: f64,
+        /// The gain from the knee to the next level, percent.
         gain_pct: f64,
+        /// p95 TTFT at the knee, ms.
         knee_ttft_p95_ms: Option<f64>,
+        /// p95 TTFT at the next level, ms.
         next_ttft_p95_ms: Option<f64>,
         /// p95 E2E at the knee and the next level: said instead of TTFT when it
         /// was E2E that rose (absent from documents before it was kept).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         knee_e2e_p95_ms: Option<f64>,
+        /// p95 E2E at the next level, ms.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_e2e_p95_ms: Option<f64>,
     },
     /// No request succeeded above `knee` (`n_fail` failed at `next`, and
     /// `n_cancelled` were cancelled): the service's capacity ended there.
     CollapsedAbove {
+        /// The last level with a success.
         knee: u32,
+        /// The level above it.
         next: u32,
+        /// Requests that failed there.
         n_fail: u64,
+        /// Requests cancelled there.
         #[serde(default, skip_serializing_if = "is_zero")]
         n_cancelled: u64,
     },
     /// Failures at the level after the knee.
-    FailuresAfterKnee { concurrency: u32, n_fail: u64 },
+    FailuresAfterKnee {
+        /// The level.
+        concurrency: u32,
+        /// Requests that failed there.
+        n_fail: u64,
+    },
     /// Throughput still grew at the last step.
     NoKnee {
+        /// The level before the last.
         prev: u32,
+        /// The last level.
         last: u32,
+        /// Output tokens/s before the last.
         prev_tps: f64,
+        /// Output tokens/s at the last.
         last_tps: f64,
+        /// The gain, percent.
         gain_pct: f64,
     },
     /// A single level: no knee can be found.
-    OneLevel { concurrency: u32 },
+    OneLevel {
+        /// The level.
+        concurrency: u32,
+    },
     /// Every level meets the SLO.
     SloAll,
     /// The SLO holds up to `up_to` and breaks at `first_bad`.
     SloUpTo {
+        /// The highest level that meets it.
         up_to: u32,
+        /// The first level that breaks it.
         first_bad: u32,
+        /// What breaks it there.
         breaches: Vec<String>,
     },
     /// Even the first level breaks the SLO.
     SloNone {
+        /// The first level, which breaks it.
         first_bad: u32,
+        /// What breaks it there.
         breaches: Vec<String>,
     },
     /// The 70% rule's level meets the SLO.
     Safe {
+        /// The rule's share of the knee, percent.
         pct: f64,
+        /// The level the rule gives.
         rule: u32,
+        /// p95 TTFT there, ms.
         ttft_p95_ms: Option<f64>,
     },
     /// The rule's level breaks the SLO; a lower measured level does not.
     SafeLowered {
+        /// The rule's share of the knee, percent.
         pct: f64,
+        /// The level the rule gives.
         rule: u32,
+        /// The highest lower level that meets the SLO.
         safe: u32,
+        /// What breaks the SLO at the rule's level.
         breaches: Vec<String>,
     },
     /// No level up to the rule's meets the SLO.
     NoSafe {
+        /// The rule's share of the knee, percent.
         pct: f64,
+        /// The level the rule gives.
         rule: u32,
+        /// What breaks the SLO there.
         breaches: Vec<String>,
     },
     /// No knee, but the SLO held up to `up_to`.
-    SloOkWithoutKnee { up_to: u32 },
+    SloOkWithoutKnee {
+        /// The highest level that meets it.
+        up_to: u32,
+    },
     /// The browser held requests to the host back above its limit, which may be
     /// what stopped throughput.
     BrowserLimitedKnee {
+        /// Requests the browser had in flight to the host at most.
         connections: u32,
         /// The protocol over which it did (`nextHopProtocol`).
         #[serde(default = "http1")]
@@ -104,39 +150,61 @@ pub enum Sentence {
     /// Levels left out of the analysis: the browser held their requests back to
     /// `connections` at a time over `protocol`.
     LeftOutBrowserQueue {
+        /// The levels.
         levels: Vec<u32>,
+        /// The protocol the browser spoke.
         protocol: String,
+        /// Requests it had in flight to the host at most.
         connections: u32,
     },
     /// Levels left out of the analysis: the engine's own event loop ran late
     /// while their requests were in flight (the worst p95 among them, ms).
-    LeftOutEngineLag { levels: Vec<u32>, lag_p95_ms: f64 },
+    LeftOutEngineLag {
+        /// The levels.
+        levels: Vec<u32>,
+        /// The worst lateness at p95 among them, ms.
+        lag_p95_ms: f64,
+    },
     /// Levels left out of the analysis: their streams arrived in bursts (up to
     /// `share_pct` of the token events, up to `largest` in one read), as a gateway
     /// that buffers or compresses the stream releases them.
     LeftOutBuffered {
+        /// The levels.
         levels: Vec<u32>,
+        /// The largest share of a level's token events that came in bursts, percent.
         share_pct: f64,
+        /// The most token events in one network read.
         largest: u64,
     },
     /// The noise between the passes of a repeated ladder: the widest spread of
     /// output tokens/s (at `output_tps_at`) and of p95 TTFT, percent.
     Noise {
+        /// How many passes.
         passes: u32,
+        /// The widest spread of output tokens/s, percent.
         output_tps_pct: f64,
+        /// The level where it was.
         output_tps_at: u32,
+        /// The widest spread of p95 TTFT, percent.
         ttft_p95_pct: f64,
     },
     /// What an SLO search found (see [`crate::search`]): the highest concurrency
     /// within the SLO, the lowest that broke it and why, and how sure the first
     /// is (`n_good` of `n` requests met every limit).
     SearchFound {
+        /// The highest concurrency that met the SLO.
         highest: Option<u32>,
+        /// The lowest that broke it.
         lowest_broken: Option<u32>,
+        /// The highest the search could go.
         max: u32,
+        /// What broke it there.
         breaches: Vec<String>,
+        /// Requests at the highest.
         n: u64,
+        /// Of those, the ones that met every limit.
         n_good: u64,
+        /// How sure it is that the highest meets the SLO, percent.
         confidence_pct: Option<f64>,
     },
 }

@@ -216,12 +216,12 @@ pub fn measure(
     received: &Received,
     origin: Instant,
     keep_text: bool,
-) -> tokenmeter_core::record::RequestRecord {
+) -> tokenmeter_core::schema::RequestRecord {
     measure_kind(
         received,
         origin,
         keep_text,
-        tokenmeter_core::stream::EndpointKind::Chat,
+        tokenmeter_core::schema::EndpointKind::Chat,
     )
 }
 
@@ -230,9 +230,9 @@ pub fn measure_kind(
     received: &Received,
     origin: Instant,
     keep_text: bool,
-    kind: tokenmeter_core::stream::EndpointKind,
-) -> tokenmeter_core::record::RequestRecord {
-    use tokenmeter_core::record::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
+    kind: tokenmeter_core::schema::EndpointKind,
+) -> tokenmeter_core::schema::RequestRecord {
+    use tokenmeter_core::{RecordBuilder, RecordOptions, RequestStart, StreamEnd};
     let us = |t: Instant| t.saturating_duration_since(origin).as_micros() as u64;
     let mut builder = RecordBuilder::new(
         RequestStart {
@@ -295,10 +295,8 @@ pub async fn measure_live(
     headers: &[(&str, &str)],
     body: &Value,
     timeout: std::time::Duration,
-) -> (tokenmeter_core::record::RequestRecord, u64) {
-    use tokenmeter_core::record::{
-        RecordBuilder, RecordOptions, RequestStart, ResponseLimits, StreamEnd,
-    };
+) -> (tokenmeter_core::schema::RequestRecord, u64) {
+    use tokenmeter_core::{RecordBuilder, RecordOptions, RequestStart, ResponseLimits, StreamEnd};
     let origin = Instant::now();
     let us = |t: Instant| t.saturating_duration_since(origin).as_micros() as u64;
     let asked = body["max_tokens"].as_u64().map(|n| n as u32);
