@@ -64,33 +64,70 @@ pub async fn list(
             )
         })?;
     model_ids(&body).map_err(|why| {
+        let Said {
+            en: why_en,
+            zh: why_zh,
+        } = why.said();
         said!(
-            "{url} did not answer with a models list: {why}",
-            "{url} 的回答不是模型列表：{why}"
+            "{url} did not answer with a models list: {why_en}",
+            "{url} 的回答不是模型列表：{why_zh}"
         )
     })
 }
 
+/// Why an answer is not an OpenAI models list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotAModelsList {
+    /// The answer is JSON, but not an object.
+    NotAnObject,
+    /// Its `data` is not a list.
+    DataNotAList,
+    /// An entry of its `data` has no `id` text.
+    EntryWithoutId,
+    /// Reading it raised an error (the browser's words).
+    Browser(String),
+}
+
+impl NotAModelsList {
+    /// What is wrong, in both languages.
+    pub fn said(&self) -> Said {
+        match self {
+            NotAModelsList::NotAnObject => {
+                said!("the answer is not a JSON object", "回答不是 JSON 对象")
+            }
+            NotAModelsList::DataNotAList => {
+                said!("its `data` is not a list", "其中的 `data` 不是列表")
+            }
+            NotAModelsList::EntryWithoutId => said!(
+                "an entry of its `data` has no `id` text",
+                "`data` 中有一项没有文本形式的 `id`"
+            ),
+            NotAModelsList::Browser(what) => said!("{what}", "{what}"),
+        }
+    }
+}
+
 /// The `id` of each entry of the OpenAI models list `{"data": [{"id": …}, …]}`, read
 /// from the object the browser parsed (no `data`: no models).
-pub fn model_ids(body: &JsValue) -> Result<Vec<String>, String> {
+pub fn model_ids(body: &JsValue) -> Result<Vec<String>, NotAModelsList> {
     if !body.is_object() {
-        return Err("the answer is not a JSON object".into());
+        return Err(NotAModelsList::NotAnObject);
     }
-    let data = Reflect::get(body, &JsValue::from_str("data")).map_err(|e| describe_js_error(&e))?;
+    let data = Reflect::get(body, &JsValue::from_str("data"))
+        .map_err(|e| NotAModelsList::Browser(describe_js_error(&e)))?;
     if data.is_undefined() {
         return Ok(Vec::new());
     }
     let entries = data
         .dyn_into::<Array>()
-        .map_err(|_| "its `data` is not a list".to_owned())?;
+        .map_err(|_| NotAModelsList::DataNotAList)?;
     entries
         .iter()
         .map(|entry| {
             Reflect::get(&entry, &JsValue::from_str("id"))
                 .ok()
                 .and_then(|id| id.as_string())
-                .ok_or_else(|| "an entry of its `data` has no `id` text".to_owned())
+                .ok_or(NotAModelsList::EntryWithoutId)
         })
         .collect()
 }

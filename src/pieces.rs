@@ -76,8 +76,8 @@ split_off! { keep, preload fetch_stored_copy:
 split_off! { read, preload fetch_read_message:
     /// A message of the engine worker read (its JSON; see `worker`), or why it is
     /// unreadable. The first message waits for the piece; the rest find it here.
-    pub fn read_message(text: String) -> Result<FromWorker, String> {
-        serde_json::from_str(&text).map_err(|err| err.to_string())
+    pub fn read_message(text: String) -> Result<FromWorker, serde_json::Error> {
+        serde_json::from_str(&text)
     }
 }
 

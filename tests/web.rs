@@ -183,14 +183,27 @@ fn a_models_list_is_read_from_the_parsed_json_and_anything_else_is_said() {
     );
     assert_eq!(ids(r#"{"object":"list"}"#), Ok(vec![]));
     assert_eq!(ids(r#"{"data":[]}"#), Ok(vec![]));
-    assert!(ids(r#"{"data":{"id":"m"}}"#)
-        .unwrap_err()
-        .contains("`data` is not a list"));
-    assert!(ids(r#"{"data":[{"name":"m"}]}"#)
-        .unwrap_err()
-        .contains("no `id`"));
-    assert!(ids(r#"{"data":[{"id":7}]}"#)
-        .unwrap_err()
-        .contains("no `id`"));
-    assert!(ids(r#""qwen""#).unwrap_err().contains("not a JSON object"));
+    use tokenmeter::models::NotAModelsList;
+    assert_eq!(
+        ids(r#"{"data":{"id":"m"}}"#),
+        Err(NotAModelsList::DataNotAList)
+    );
+    assert_eq!(
+        ids(r#"{"data":[{"name":"m"}]}"#),
+        Err(NotAModelsList::EntryWithoutId)
+    );
+    assert_eq!(
+        ids(r#"{"data":[{"id":7}]}"#),
+        Err(NotAModelsList::EntryWithoutId)
+    );
+    assert_eq!(ids(r#""qwen""#), Err(NotAModelsList::NotAnObject));
+    // Each said in both languages.
+    for error in [
+        NotAModelsList::NotAnObject,
+        NotAModelsList::DataNotAList,
+        NotAModelsList::EntryWithoutId,
+    ] {
+        let said = error.said();
+        assert!(!said.en.is_empty() && said.zh != said.en, "{said:?}");
+    }
 }

@@ -153,7 +153,7 @@ test('a run that cannot be stored is shown and said; runs stored before are neve
   await app.byTestId('history-storage-note').waitFor();
   assert.match(
     await app.byTestId('history-storage-note').textContent(),
-    /a run could not be stored \(QuotaExceededError: the quota has been exceeded\).*runs stored before are kept; export it/,
+    /a run could not be stored \(the disk space the browser gives this page is full: delete older runs or free disk space\).*runs stored before are kept; export it/,
   );
   // Deleting still works while the disk is full; reloaded, storage holds the rest.
   await page.locator(`[data-testid="history-row"][data-run-id="${before[1]}"] [data-testid="history-delete"]`).click();

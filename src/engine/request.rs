@@ -47,7 +47,27 @@ pub struct Target {
     /// The one body, as a JavaScript string made once, when every request sends it.
     shared_body: Option<JsValue>,
     /// `headers` as one `Headers` (fetch copies it), or why one cannot be made.
-    js_headers: Result<Headers, String>,
+    js_headers: Result<Headers, HeadersRefused>,
+}
+
+/// Why the browser would not make the request's headers: every request of the
+/// target fails with it, as a network error that names the header.
+#[derive(Clone, Debug)]
+struct HeadersRefused {
+    /// The header it refused; `None` when it gave no `Headers` at all.
+    name: Option<String>,
+    /// What the browser said.
+    why: String,
+}
+
+/// A record's error detail is English, like every detail a browser gives.
+impl std::fmt::Display for HeadersRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "the header `{name}` is not valid: {}", self.why),
+            None => f.write_str(&self.why),
+        }
+    }
 }
 
 impl Target {
@@ -59,14 +79,15 @@ impl Target {
         timeout_ms: f64,
     ) -> Target {
         let js_headers = Headers::new()
-            .map_err(|err| describe_js_error(&err))
+            .map_err(|err| HeadersRefused {
+                name: None,
+                why: describe_js_error(&err),
+            })
             .and_then(|js| {
                 for (name, value) in &headers {
-                    js.append(name, value).map_err(|err| {
-                        format!(
-                            "the header `{name}` is not valid: {}",
-                            describe_js_error(&err)
-                        )
+                    js.append(name, value).map_err(|err| HeadersRefused {
+                        name: Some(name.clone()),
+                        why: describe_js_error(&err),
                     })?;
                 }
                 Ok(js)
@@ -184,9 +205,9 @@ async fn send_body(
 
     let headers = match &target.js_headers {
         Ok(headers) => headers,
-        Err(message) => {
+        Err(refused) => {
             let end = StreamEnd::NetworkError {
-                message: message.clone(),
+                message: refused.to_string(),
             };
             return (builder.finish(end, clock.now_us()), cost);
         }

@@ -91,9 +91,10 @@ impl History {
         let store = match RunStore::open().await {
             Ok(store) => store,
             Err(error) => {
+                let Said { en, zh } = error.said();
                 self.storage_note.set(Some(said!(
-                    "runs cannot be stored in this browser ({error}): they are shown until the page is reloaded; export the ones to keep",
-                    "这个浏览器无法存储测试记录（{error}）：它们只显示到页面重新加载为止；请导出要保留的记录",
+                    "runs cannot be stored in this browser ({en}): they are shown until the page is reloaded; export the ones to keep",
+                    "这个浏览器无法存储测试记录（{zh}）：它们只显示到页面重新加载为止；请导出要保留的记录",
                 )));
                 self.loaded.set(true);
                 while pending.next().await.is_some() {}
@@ -103,10 +104,13 @@ impl History {
         self.move_legacy_runs(&store).await;
         match store.all().await {
             Ok(rows) => self.add_stored(rows, &store).await,
-            Err(error) => self.storage_note.set(Some(said!(
-                "the kept runs could not be read ({error}); new runs are still stored",
-                "无法读取已保存的测试记录（{error}）；新的测试仍会被保存",
-            ))),
+            Err(error) => {
+                let Said { en, zh } = error.said();
+                self.storage_note.set(Some(said!(
+                    "the kept runs could not be read ({en}); new runs are still stored",
+                    "无法读取已保存的测试记录（{zh}）；新的测试仍会被保存",
+                )));
+            }
         }
         self.loaded.set(true);
         while let Some(write) = pending.next().await {
@@ -117,14 +121,15 @@ impl History {
             // A note stays until the page is reloaded: a later write that works
             // does not store what an earlier one could not.
             if let Err(error) = outcome {
+                let Said { en, zh } = error.said();
                 self.storage_note.set(Some(match write {
                     Write::Put { .. } => said!(
-                        "a run could not be stored ({error}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it",
-                        "有一次测试无法保存（{error}）：它只显示到页面重新加载为止，之前保存的记录不受影响；请导出以保留它",
+                        "a run could not be stored ({en}): it is shown until the page is reloaded, and the runs stored before are kept; export it to keep it",
+                        "有一次测试无法保存（{zh}）：它只显示到页面重新加载为止，之前保存的记录不受影响；请导出以保留它",
                     ),
                     Write::Delete(_) => said!(
-                        "a deleted run could not be removed from storage ({error}): it may come back when the page is reloaded",
-                        "已删除的测试无法从存储中移除（{error}）：页面重新加载后它可能会再出现",
+                        "a deleted run could not be removed from storage ({en}): it may come back when the page is reloaded",
+                        "已删除的测试无法从存储中移除（{zh}）：页面重新加载后它可能会再出现",
                     ),
                 }));
             }
@@ -152,9 +157,10 @@ impl History {
                 continue;
             };
             if let Err(error) = store.put(&document.run_id, now - age as f64, json).await {
+                let Said { en, zh } = error.said();
                 self.storage_note.set(Some(said!(
-                    "the runs kept by an earlier version could not be moved ({error}); they stay where they were",
-                    "旧版本保存的测试记录无法迁移（{error}）；它们保留在原处",
+                    "the runs kept by an earlier version could not be moved ({en}); they stay where they were",
+                    "旧版本保存的测试记录无法迁移（{zh}）；它们保留在原处",
                 )));
                 moved = false;
                 break;

@@ -13,17 +13,7 @@ split_off! { imports:
     /// the records of an exported plan run on Locust (JSON lines). A split build
     /// fetches the other tools' readers on the first import.
     fn import(text: String) -> Result<RunDocument, Said> {
-        if tokenmeter_core::locust::is_locust_records(&text) {
-            return tokenmeter_core::locust::import(&text);
-        }
-        RunDocument::from_json(&text).or_else(|own| {
-            let is_ours = serde_json::from_str::<serde_json::Value>(&text)
-                .is_ok_and(|v| v.get("schema").is_some());
-            if is_ours {
-                return Err(own);
-            }
-            tokenmeter_core::vllm::import(&text)
-        })
+        tokenmeter_core::read_run(&text)
     }
 }
 use crate::{

@@ -10,6 +10,7 @@
 use std::{cell::RefCell, rc::Rc};
 
 use futures_channel::oneshot;
+use tokenmeter_core::{said, schema::Said};
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 use web_sys::{
     Event, EventTarget, IdbDatabase, IdbObjectStoreParameters, IdbRequest, IdbTransaction,
@@ -34,10 +35,10 @@ pub struct RunStore(IdbDatabase);
 
 impl RunStore {
     /// Opens (creating on first use) the database.
-    pub async fn open() -> Result<RunStore, String> {
+    pub async fn open() -> Result<RunStore, StoreError> {
         let factory = web_sys::window()
             .and_then(|w| w.indexed_db().ok().flatten())
-            .ok_or_else(|| "this browser gives the page no IndexedDB".to_owned())?;
+            .ok_or(StoreError::NoIndexedDb)?;
         let request = factory
             .open_with_u32(DB_NAME, DB_VERSION)
             .map_err(js_text)?;
@@ -65,7 +66,7 @@ impl RunStore {
     }
 
     /// Every kept run, in no particular order.
-    pub async fn all(&self) -> Result<Vec<StoredRun>, String> {
+    pub async fn all(&self) -> Result<Vec<StoredRun>, StoreError> {
         let store = self
             .0
             .transaction_with_str(RUNS)
@@ -92,7 +93,7 @@ impl RunStore {
     }
 
     /// Writes one run (replacing one with the same id); done when it is durable.
-    pub async fn put(&self, run_id: &str, kept_at: f64, json: &str) -> Result<(), String> {
+    pub async fn put(&self, run_id: &str, kept_at: f64, json: &str) -> Result<(), StoreError> {
         let row = js_sys::Object::new();
         for (key, value) in [
             ("run_id", JsValue::from_str(run_id)),
@@ -105,7 +106,7 @@ impl RunStore {
     }
 
     /// Deletes runs by id.
-    pub async fn delete(&self, run_ids: &[String]) -> Result<(), String> {
+    pub async fn delete(&self, run_ids: &[String]) -> Result<(), StoreError> {
         self.write(|store| {
             run_ids
                 .iter()
@@ -119,7 +120,7 @@ impl RunStore {
     async fn write(
         &self,
         body: impl FnOnce(&web_sys::IdbObjectStore) -> Result<(), JsValue>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let tx = self
             .0
             .transaction_with_str_and_mode(RUNS, IdbTransactionMode::Readwrite)
@@ -181,26 +182,75 @@ async fn settled(target: &EventTarget, success: &str, failures: &[&str]) -> bool
     outcome
 }
 
-fn request_error(request: &IdbRequest) -> String {
+/// Why storage failed: a full disk and a refusal are told apart, so the page can
+/// say what to do about each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The browser gives the page no IndexedDB.
+    NoIndexedDb,
+    /// The browser refused IndexedDB and said nothing more (a private window may).
+    Refused,
+    /// A write was aborted and the browser said nothing more.
+    Aborted,
+    /// The disk, or the share of it the browser gives the page, is full
+    /// (`QuotaExceededError`).
+    Full,
+    /// What the browser raised otherwise, in its own words (a `DOMException`'s
+    /// name and message).
+    Browser(String),
+}
+
+impl StoreError {
+    /// What went wrong, in both languages (the browser's own words quoted as they
+    /// are).
+    pub fn said(&self) -> Said {
+        match self {
+            StoreError::NoIndexedDb => said!(
+                "this browser gives the page no IndexedDB",
+                "这个浏览器不向页面提供 IndexedDB"
+            ),
+            StoreError::Refused => said!(
+                "the browser refused IndexedDB (a private window may)",
+                "浏览器拒绝了 IndexedDB（隐私窗口可能如此）"
+            ),
+            StoreError::Aborted => said!("the write was aborted", "写入被中止"),
+            StoreError::Full => said!(
+                "the disk space the browser gives this page is full: delete older runs or free disk space",
+                "浏览器给本页面的磁盘空间已满：请删除较早的记录或释放磁盘空间"
+            ),
+            StoreError::Browser(what) => said!("{what}", "{what}"),
+        }
+    }
+
+    /// A `DOMException` by its name and message.
+    fn of_dom(name: String, message: String) -> StoreError {
+        if name == "QuotaExceededError" {
+            StoreError::Full
+        } else {
+            StoreError::Browser(format!("{name}: {message}"))
+        }
+    }
+}
+
+fn request_error(request: &IdbRequest) -> StoreError {
     match request.error() {
-        Ok(Some(err)) => format!("{}: {}", err.name(), err.message()),
-        _ => "the browser refused IndexedDB (a private window may)".into(),
+        Ok(Some(err)) => StoreError::of_dom(err.name(), err.message()),
+        _ => StoreError::Refused,
     }
 }
 
-fn transaction_error(tx: &IdbTransaction) -> String {
+fn transaction_error(tx: &IdbTransaction) -> StoreError {
     match tx.error() {
-        Some(err) => format!("{}: {}", err.name(), err.message()),
-        None => "the write was aborted".into(),
+        Some(err) => StoreError::of_dom(err.name(), err.message()),
+        None => StoreError::Aborted,
     }
 }
 
-/// A thrown JavaScript value as text (a `DOMException`'s name and message).
-fn js_text(err: JsValue) -> String {
-    if let Some(dom) = err.dyn_ref::<web_sys::DomException>() {
-        return format!("{}: {}", dom.name(), dom.message());
+/// A thrown JavaScript value (a `DOMException`'s name and message, else what
+/// `describe_js_error` makes of it).
+fn js_text(err: JsValue) -> StoreError {
+    match err.dyn_ref::<web_sys::DomException>() {
+        Some(dom) => StoreError::of_dom(dom.name(), dom.message()),
+        None => StoreError::Browser(crate::describe_js_error(&err)),
     }
-    err.dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .unwrap_or_else(|| format!("{err:?}"))
 }

@@ -63,6 +63,7 @@ pub const CORE: Layering = Layering {
         ("renderings", &["render", "chart", "share"]),
         ("the HTML report", &["html"]),
         ("other tools' formats", &["locust", "vllm"]),
+        ("what a user brings", &["imports"]),
     ],
     apart: &[],
 };

@@ -45,6 +45,7 @@ mod draft;
 mod error;
 mod headline;
 pub mod html;
+mod imports;
 mod json;
 mod lag;
 mod live;
@@ -132,6 +133,9 @@ pub use crate::{
     summary::LevelStats,
     verdict::analyse,
 };
+
+// A run from a file a user brings (ours, Locust's records, a vLLM result).
+pub use crate::{imports::read_run, report::DocumentError};
 
 // Analyses of a document and what renderings share: the columns, the headline, the
 // diagnosis, the words in two languages, the page's sorting.

@@ -495,7 +495,7 @@ impl RunDocument {
     }
 
     /// Reads a document written by this or an earlier version.
-    pub fn from_json(json: &str) -> Result<RunDocument, Said> {
+    pub fn from_json(json: &str) -> Result<RunDocument, DocumentError> {
         // Only the schema field first (the rest skipped unparsed), then the whole
         // document from the text: reading it through a `serde_json::Value` would
         // instantiate every type's deserializer a second time in the page's wasm.
@@ -504,25 +504,81 @@ impl RunDocument {
             #[serde(default)]
             schema: Option<serde_json::Value>,
         }
-        let probe: SchemaOnly = serde_json::from_str(json)
-            .map_err(|err| said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}"))?;
+        let probe: SchemaOnly =
+            serde_json::from_str(json).map_err(|err| DocumentError::NotJson(err.to_string()))?;
         let schema = probe.schema.as_ref().and_then(serde_json::Value::as_u64);
         match schema {
-            Some(s) if s <= RUN_SCHEMA as u64 => serde_json::from_str(json).map_err(|err| {
-                said!(
-                    "this run document is damaged: {err}",
-                    "这个运行文档已损坏：{err}"
-                )
-            }),
-            Some(s) => Err(said!(
-                "this run was saved by a newer tokenmeter (schema {s}); this one reads up to {RUN_SCHEMA}",
-                "这次运行由更新版本的 tokenmeter 保存（schema {s}）；本版本最多读取 {RUN_SCHEMA}",
-            )),
-            None => Err(said!(
+            Some(s) if s <= RUN_SCHEMA as u64 => {
+                serde_json::from_str(json).map_err(|err| DocumentError::Damaged(err.to_string()))
+            }
+            Some(schema) => Err(DocumentError::Newer { schema }),
+            None => Err(DocumentError::NotOurs),
+        }
+    }
+}
+
+/// Why a text is not a run document this version reads: callers tell a damaged
+/// or newer document of ours from another tool's result by matching.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DocumentError {
+    /// Not JSON at all (the parser's words).
+    NotJson(String),
+    /// JSON without a `schema` field: not a tokenmeter document (another tool's
+    /// result, perhaps).
+    NotOurs,
+    /// Written by a newer tokenmeter, whose schema this one does not know.
+    Newer {
+        /// The document's schema.
+        schema: u64,
+    },
+    /// Ours, but a field is not what its schema says (the parser's words).
+    Damaged(String),
+}
+
+impl DocumentError {
+    /// Whether the text says it is a tokenmeter document (it has a schema): then
+    /// no other tool's reader should be tried.
+    pub fn is_ours(&self) -> bool {
+        matches!(
+            self,
+            DocumentError::Newer { .. } | DocumentError::Damaged(_)
+        )
+    }
+
+    /// What is wrong, in both languages.
+    pub fn said(&self) -> Said {
+        match self {
+            DocumentError::NotJson(err) => {
+                said!("this is not valid JSON: {err}", "这不是有效的 JSON：{err}")
+            }
+            DocumentError::NotOurs => said!(
                 "this is not a tokenmeter run document (no schema field)",
                 "这不是 tokenmeter 的运行文档（没有 schema 字段）"
-            )),
+            ),
+            DocumentError::Newer { schema } => said!(
+                "this run was saved by a newer tokenmeter (schema {schema}); this one reads up to {RUN_SCHEMA}",
+                "这次运行由更新版本的 tokenmeter 保存（schema {schema}）；本版本最多读取 {RUN_SCHEMA}",
+            ),
+            DocumentError::Damaged(err) => said!(
+                "this run document is damaged: {err}",
+                "这个运行文档已损坏：{err}"
+            ),
         }
+    }
+}
+
+/// Written, the error is its English.
+impl std::fmt::Display for DocumentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.said().en)
+    }
+}
+
+impl std::error::Error for DocumentError {}
+
+impl From<DocumentError> for Said {
+    fn from(error: DocumentError) -> Said {
+        error.said()
     }
 }
 
@@ -668,21 +724,29 @@ mod tests {
     }
 
     #[test]
-    fn what_is_no_run_document_is_said_in_both_languages() {
-        for (text, en, zh) in [
-            ("not json", "not valid JSON", "不是有效的 JSON"),
-            ("{}", "no schema field", "没有 schema 字段"),
+    fn what_is_no_run_document_is_said_in_both_languages_and_told_apart() {
+        for (text, en, zh, ours) in [
+            ("not json", "not valid JSON", "不是有效的 JSON", false),
+            ("{}", "no schema field", "没有 schema 字段", false),
             (
                 r#"{"schema": 999}"#,
                 "a newer tokenmeter (schema 999)",
                 "更新版本",
+                true,
             ),
-            (r#"{"schema": 1, "levels": 3}"#, "damaged", "已损坏"),
+            (r#"{"schema": 1, "levels": 3}"#, "damaged", "已损坏", true),
         ] {
-            let why = RunDocument::from_json(text).unwrap_err();
+            let error = RunDocument::from_json(text).unwrap_err();
+            assert_eq!(error.is_ours(), ours, "{text}: {error:?}");
+            let why = error.said();
             assert!(why.en.contains(en), "{text}: {}", why.en);
             assert!(why.zh.contains(zh), "{text}: {}", why.zh);
+            assert_eq!(error.to_string(), why.en);
         }
+        assert_eq!(
+            RunDocument::from_json(r#"{"schema": 2}"#),
+            Err(DocumentError::Newer { schema: 2 })
+        );
     }
 
     #[test]
@@ -713,12 +777,11 @@ mod tests {
         let json = doc.to_json();
         assert_eq!(RunDocument::from_json(&json).unwrap(), doc);
         let newer = json.replacen("\"schema\": 1", "\"schema\": 7", 1);
-        assert!(RunDocument::from_json(&newer)
-            .unwrap_err()
-            .contains("newer"));
-        assert!(RunDocument::from_json("{}")
-            .unwrap_err()
-            .contains("no schema"));
+        assert_eq!(
+            RunDocument::from_json(&newer),
+            Err(DocumentError::Newer { schema: 7 })
+        );
+        assert_eq!(RunDocument::from_json("{}"), Err(DocumentError::NotOurs));
     }
 
     #[test]

@@ -125,7 +125,8 @@ impl std::io::Read for Inflating<'_> {
 /// The run a link's fragment holds (see [`document_json`]).
 pub fn read(fragment: &str) -> Result<RunDocument, Said> {
     let json = document_json(fragment)?;
-    RunDocument::from_json(&json).map_err(|Said { en, zh }| {
+    RunDocument::from_json(&json).map_err(|error| {
+        let Said { en, zh } = error.said();
         said!(
             "this link's run cannot be read: {en}",
             "这个链接中的运行结果无法读取：{zh}"

@@ -18,9 +18,8 @@ use std::{fs, path::PathBuf, process::ExitCode};
 
 use clap::Parser;
 use tokenmeter_core::{
-    analyse, article_table, diagnose, import_config, locust, render,
-    schema::{Lang, RunDocument, Said, Slo},
-    vllm,
+    analyse, article_table, diagnose, import_config, locust, read_run, render,
+    schema::{Lang, RunDocument, Slo},
 };
 
 #[derive(Parser, Debug)]
@@ -100,7 +99,7 @@ fn run(args: &Args) -> Result<bool, String> {
         Lang::En
     };
     // A file that is no run is said in the report's language.
-    let mut document = read(&text).map_err(|why| why.text(lang).to_owned())?;
+    let mut document = read_run(&text).map_err(|why| why.text(lang).to_owned())?;
     let overridden = [
         args.slo_ttft_p95_ms,
         args.slo_tpot_p95_ms,
@@ -207,23 +206,6 @@ run: pip install -r {dir}/requirements.txt && {key}=... locust -f {dir}/{file} -
         key = locust::KEY_ENV
     );
     Ok(())
-}
-
-/// A tokenmeter run document, Locust records, or a vLLM result; the error of the
-/// first when none reads.
-fn read(text: &str) -> Result<RunDocument, Said> {
-    if locust::is_locust_records(text) {
-        return locust::import(text);
-    }
-    RunDocument::from_json(text).or_else(|own| {
-        let is_ours = serde_json::from_str::<serde_json::Value>(text)
-            .is_ok_and(|v| v.get("schema").is_some());
-        if is_ours {
-            Err(own)
-        } else {
-            vllm::import(text)
-        }
-    })
 }
 
 /// The report as printed: the table, the verdict, the diagnosis, the notes.
