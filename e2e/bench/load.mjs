@@ -14,6 +14,7 @@ import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
 import { launchBare } from './cdp.mjs';
 import { quantile } from './quantile.mjs';
+import { stallsOf } from './profile.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
@@ -120,49 +121,8 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
     busy: load ? `${f((100 * load.busy_ms) / load.wall_ms, 0)}%` : '–',
     notes: doc.environment.notes.filter((n) => !n.startsWith('timer resolution')),
     distorted: doc.levels[0]?.distorted?.by,
-    stalls: profiles.map(inStalls),
+    stalls: profiles.map((p) => stallsOf(p, STALL_MS)),
   };
-}
-
-/**
- * What a CPU profile's stalls ran: stretches of STALL_MS or more whose samples
- * are all busy (none idle), and in them the
- * functions by self time, top 12.
- */
-function inStalls(profile) {
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
-  const name = (id) => {
-    const frame = nodes.get(id).callFrame;
-    return frame.functionName || `(anonymous ${frame.url.split('/').at(-1)}:${frame.lineNumber})`;
-  };
-  // '(program)' is the browser's own native work on the worker's thread (handing
-  // it chunks and messages): busy, as far as a token's stamp is concerned.
-  const idle = (id) => nodes.get(id).callFrame.functionName === '(idle)';
-  const times = [];
-  let t = profile.startTime;
-  for (const d of profile.timeDeltas) times.push((t += d));
-  const stalls = [];
-  let from = null;
-  for (let i = 0; i < profile.samples.length; i++) {
-    const busy = !idle(profile.samples[i]);
-    if (busy && from === null) from = i;
-    if ((!busy || i === profile.samples.length - 1) && from !== null) {
-      if ((times[i] - times[from]) / 1e3 >= STALL_MS) stalls.push([from, i]);
-      from = null;
-    }
-  }
-  const self = new Map();
-  let totalMs = 0;
-  for (const [a, b] of stalls) {
-    for (let i = a; i < b; i++) {
-      const ms = (times[i + 1] - times[i]) / 1e3;
-      self.set(name(profile.samples[i]), (self.get(name(profile.samples[i])) ?? 0) + ms);
-      totalMs += ms;
-    }
-  }
-  const longest = Math.max(0, ...stalls.map(([a, b]) => (times[b] - times[a]) / 1e3));
-  const top = [...self].sort((x, y) => y[1] - x[1]).slice(0, 12);
-  return { n: stalls.length, totalMs, longest, top };
 }
 
 /** The same level in the baseline page. */

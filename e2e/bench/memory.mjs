@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { serveStatic } from '../lib/static-server.mjs';
 import { startSim } from '../lib/sim.mjs';
 import { launchBare } from './cdp.mjs';
+import { stallsOf } from './profile.mjs';
 
 // `TOKENMETER_BENCH_SMOKE=1` (the test command's smoke layer): the smallest form, which
 // only shows that the benchmark runs to its end.
@@ -21,6 +22,12 @@ const SMOKE = process.env.TOKENMETER_BENCH_SMOKE === '1';
 const N_REQUESTS = Number(process.env.TOKENMETER_BENCH_REQUESTS ?? (SMOKE ? 40 : 10_000));
 const CONCURRENCY = Number(process.env.TOKENMETER_BENCH_CONCURRENCY ?? (SMOKE ? 4 : 64));
 const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? (SMOKE ? 4 : 8));
+// `TOKENMETER_BENCH_PROFILE=1`: the page thread's CPU sampled every 200 µs from
+// the run's start to the export's end, and under the long tasks what ran in each
+// stretch of 50 ms or more with no idle sample, by self time (with
+// `TOKENMETER_KEEP_NAMES=1`, the WebAssembly's own function names).
+const PROFILE = process.env.TOKENMETER_BENCH_PROFILE === '1';
+const LONG_TASK_MS = 50;
 
 /** Keeps the page thread's long tasks, `[startTime, duration]` ms, from the page's start. */
 const LONG_TASKS = `(() => {
@@ -61,6 +68,12 @@ try {
   };
   await page.watchWorkers();
   await page.evaluate(LONG_TASKS);
+  if (PROFILE) {
+    await page.send('Profiler.enable');
+    await page.send('Profiler.setSamplingInterval', { interval: 200 });
+    await page.send('Profiler.start');
+  }
+  const runStartedAt = await page.evaluate('performance.now()');
   const started = Date.now();
   await page.startRun(fields);
   let peakDuring = 0;
@@ -99,6 +112,7 @@ try {
   const exportSeconds = (Date.now() - exportStarted) / 1e3;
   const exportedAt = await page.evaluate('performance.now()');
   const longTasks = await page.evaluate('globalThis.__longTasks');
+  const profile = PROFILE ? (await page.send('Profiler.stop')).profile : null;
   await sampleHeaps();
   const reloaded = page.once('Page.loadEventFired');
   await page.send('Page.reload');
@@ -126,7 +140,17 @@ try {
       ? `${durations.length}, the longest ${Math.max(...durations).toFixed(0)} ms, ${durations.reduce((a, b) => a + b, 0).toFixed(0)} ms in all`
       : 'none';
   };
-  console.log(`page thread's long tasks (over 50 ms): during the run ${tasks(0, doneAt)}; export ${tasks(doneAt, exportedAt)}`);
+  console.log(`page thread's long tasks (over ${LONG_TASK_MS} ms): during the run ${tasks(0, doneAt)}; export ${tasks(doneAt, exportedAt)}`);
+  const when = (at) => (at < doneAt ? `${((at - runStartedAt) / 1e3).toFixed(1)} s into the run` : at < exportedAt ? `${((at - doneAt) / 1e3).toFixed(2)} s after it ended` : 'after the export');
+  console.log(`  each: ${longTasks.map(([at, ms]) => `${ms.toFixed(0)} ms at ${when(at)}`).join('; ') || 'none'}`);
+  if (profile) {
+    const stalls = stallsOf(profile, LONG_TASK_MS);
+    console.log(`  the page thread's busy stretches of ${LONG_TASK_MS} ms or more (profiled): ${stalls.n}, ${stalls.totalMs.toFixed(0)} ms in all, the longest ${stalls.longest.toFixed(0)} ms`);
+    for (const stall of stalls.stalls) {
+      const top = stall.top.map(([fn, ms]) => `${fn} ${ms.toFixed(0)}`).join(', ');
+      console.log(`    ${stall.ms.toFixed(0)} ms at ${(stall.atMs / 1e3).toFixed(1)} s: ${top}`);
+    }
+  }
   console.log(`renderer processes (page + engine worker share one): before ${renderer(before) || '–'}; at the end ${renderer(after)}; largest resident size sampled during the run ${peakDuring.toFixed(0)} MiB`);
   await page.close();
   await hostileServers();
