@@ -292,6 +292,19 @@ mod tests {
     }
 
     #[test]
+    fn records_taken_out_go_back_to_their_targets_in_their_order() {
+        let whole = ab_run(40);
+        let mut sent = whole.clone();
+        let mut records = sent.take_records();
+        assert_eq!(records.len(), 24);
+        assert!(sent.records.is_empty() && sent.ab[0].records.is_empty());
+        // The page holds them in the order they finished, targets interleaved.
+        records.sort_by_key(|r| (r.sent_us, r.id));
+        sent.put_records(records);
+        assert_eq!(sent, whole);
+    }
+
+    #[test]
     fn each_target_is_a_document_of_its_own() {
         let doc = ab_run(40);
         assert_eq!(doc.records.len(), 12);

@@ -9,61 +9,83 @@
 /// `compact` (JSON as `serde_json::to_string` writes it: no whitespace outside
 /// strings) indented.
 pub(crate) fn pretty(compact: &str) -> String {
-    let bytes = compact.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2);
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let newline = |out: &mut Vec<u8>, depth: usize| {
+    Indenter::default().push(compact)
+}
+
+/// [`pretty`] fed a part at a time: the parts of one compact text, cut anywhere
+/// between characters, come out indented exactly as the whole would. The state
+/// carried from part to part is the depth, whether a string is open (and a
+/// backslash pending), and a bracket just opened, which stays `[]` or `{}` only if
+/// the next byte closes it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Indenter {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// The closing byte of a bracket whose next byte is not yet seen.
+    opened: Option<u8>,
+}
+
+impl Indenter {
+    /// `compact`, the next part of the text, indented. (A bracket opened at the
+    /// very end of a part is written once the next part shows whether it closes
+    /// at once; a whole text never ends with one.)
+    pub(crate) fn push(&mut self, compact: &str) -> String {
+        let mut out = Vec::with_capacity(compact.len() + compact.len() / 2);
+        for &b in compact.as_bytes() {
+            self.byte(b, &mut out);
+        }
+        String::from_utf8(out).expect("only ASCII bytes were added to UTF-8 text")
+    }
+
+    fn newline(out: &mut Vec<u8>, depth: usize) {
         out.push(b'\n');
         out.extend(std::iter::repeat_n(b' ', 2 * depth));
-    };
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        i += 1;
-        if in_string {
+    }
+
+    fn byte(&mut self, b: u8, out: &mut Vec<u8>) {
+        if let Some(close) = self.opened.take() {
+            if b == close {
+                out.push(b);
+                return;
+            }
+            self.depth += 1;
+            Self::newline(out, self.depth);
+        }
+        if self.in_string {
             // Multi-byte UTF-8 sequences never contain ASCII bytes: copied as they are.
             out.push(b);
-            if escaped {
-                escaped = false;
+            if self.escaped {
+                self.escaped = false;
             } else if b == b'\\' {
-                escaped = true;
+                self.escaped = true;
             } else if b == b'"' {
-                in_string = false;
+                self.in_string = false;
             }
-            continue;
+            return;
         }
         match b {
             b'"' => {
-                in_string = true;
+                self.in_string = true;
                 out.push(b);
             }
             b'{' | b'[' => {
                 out.push(b);
-                let close = if b == b'{' { b'}' } else { b']' };
-                if bytes.get(i) == Some(&close) {
-                    out.push(close);
-                    i += 1;
-                } else {
-                    depth += 1;
-                    newline(&mut out, depth);
-                }
+                self.opened = Some(if b == b'{' { b'}' } else { b']' });
             }
             b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
+                self.depth = self.depth.saturating_sub(1);
+                Self::newline(out, self.depth);
                 out.push(b);
             }
             b',' => {
                 out.push(b);
-                newline(&mut out, depth);
+                Self::newline(out, self.depth);
             }
             b':' => out.extend_from_slice(b": "),
             _ => out.push(b),
         }
     }
-    String::from_utf8(out).expect("only ASCII bytes were added to UTF-8 text")
 }
 
 #[cfg(test)]
@@ -77,6 +99,29 @@ mod tests {
             pretty(&compact),
             serde_json::to_string_pretty(value).unwrap()
         );
+    }
+
+    #[test]
+    fn parts_cut_anywhere_indent_as_the_whole() {
+        let value = json!({
+            "records": [{"a": [], "b": {}}, {"t": "x\\\"y,{[", "n": [1, 2]}],
+            "empty": [], "text": "你好，世界",
+        });
+        let compact = serde_json::to_string(&value).unwrap();
+        let whole = pretty(&compact);
+        let chars: Vec<(usize, char)> = compact.char_indices().collect();
+        for cut_a in 0..chars.len() {
+            for cut_b in [cut_a, (cut_a + 7).min(chars.len())] {
+                let at = |i: usize| chars.get(i).map_or(compact.len(), |c| c.0);
+                let (a, b) = (at(cut_a), at(cut_b));
+                let mut indenter = Indenter::default();
+                let out: String = [&compact[..a], &compact[a..b], &compact[b..]]
+                    .into_iter()
+                    .map(|part| indenter.push(part))
+                    .collect();
+                assert_eq!(out, whole, "cut at {a} and {b}");
+            }
+        }
     }
 
     #[test]

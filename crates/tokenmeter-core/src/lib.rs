@@ -135,7 +135,10 @@ pub use crate::{
 };
 
 // A run from a file a user brings (ours, Locust's records, a vLLM result).
-pub use crate::{imports::read_run, report::DocumentError};
+pub use crate::{
+    imports::read_run,
+    report::{DocumentError, JsonParts},
+};
 
 // Analyses of a document and what renderings share: the columns, the headline, the
 // diagnosis, the words in two languages, the page's sorting.

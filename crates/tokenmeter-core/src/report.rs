@@ -5,6 +5,8 @@
 //! field. Add fields with `#[serde(default)]`; bump [`RUN_SCHEMA`] only for a change
 //! an older reader would misread, and keep reading the older versions.
 
+use std::borrow::Borrow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -390,12 +392,7 @@ impl RunDocument {
         if plan.targets.is_empty() {
             return RunDocument::build(run_id, started_at, status, plan, environment, records);
         }
-        let mut by_target: Vec<Vec<RequestRecord>> = vec![Vec::new(); plan.n_targets()];
-        for record in records {
-            let i = (record.target as usize).min(by_target.len() - 1);
-            by_target[i].push(record);
-        }
-        let mut by_target = by_target.into_iter().enumerate();
+        let mut by_target = by_target(plan.n_targets(), records).into_iter().enumerate();
         let (_, own) = by_target.next().expect("target A");
         let ab = by_target
             .map(|(i, records)| {
@@ -421,34 +418,134 @@ impl RunDocument {
         document
     }
 
-    /// The document as kept in a browser's history: without per-token arrival times
-    /// and answer texts and, when its JSON is still larger than `max_bytes`, without
-    /// its per-request records, which a condition then says (the summaries, the
-    /// verdict and the notes stay whole). The full document is the JSON export.
-    pub fn for_history(&self, max_bytes: usize) -> RunDocument {
-        let mut document = self.clone();
-        for record in &mut document.records {
-            record.token_times_us = Vec::new();
-            record.output_text = None;
+    /// The document as kept in a browser's history, and its JSON: without per-token
+    /// arrival times and answer texts and, when its JSON is still larger than
+    /// `max_bytes`, without its per-request records, which a condition then says
+    /// (the summaries, the verdict and the notes stay whole). The full document is
+    /// the JSON export. Written once: part by part, and no further than
+    /// `max_bytes` when the records will not fit (a large run saved as it goes
+    /// costs a megabyte of writing, not the run's size).
+    pub fn for_history(&self, max_bytes: usize) -> (RunDocument, String) {
+        let document = self.history_copy(max_bytes);
+        let mut json = String::new();
+        for part in document.json_parts(256, false) {
+            json.push_str(&part);
+            if json.len() > max_bytes {
+                return document.history_copy_without_records();
+            }
         }
-        // An A/B run's other targets, kept the same way (each within its share).
+        (document, json)
+    }
+
+    /// [`RunDocument::for_history`]'s copy before its size is known: the records
+    /// without their per-token times and answer texts, an A/B run's other targets
+    /// kept the same way (each within its share of `max_bytes`). Written a part at
+    /// a time ([`JsonParts`]), it is kept if it fits in `max_bytes`; else
+    /// [`RunDocument::history_copy_without_records`] is.
+    pub fn history_copy(&self, max_bytes: usize) -> RunDocument {
+        let mut document = self.clone_without_token_detail();
         let share = max_bytes / (self.ab.len() + 1);
-        document.ab = self.ab.iter().map(|d| d.for_history(share)).collect();
-        let size = serde_json::to_string(&document).map_or(usize::MAX, |json| json.len());
-        if size > max_bytes {
-            document.drop_records();
-        }
+        document.ab = self.ab.iter().map(|d| d.for_history(share).0).collect();
         document
+    }
+
+    /// This history copy without its records, as [`RunDocument::drop_records`]
+    /// leaves it, and its JSON: what history keeps of a run too large for it.
+    pub fn history_copy_without_records(&self) -> (RunDocument, String) {
+        let mut document = self.clone_without_records();
+        document.records_were(self.records.len());
+        let json = serde_json::to_string(&document).expect("a run document always serialises");
+        (document, json)
+    }
+
+    /// A copy whose records have no per-token times or answer text.
+    fn clone_without_token_detail(&self) -> RunDocument {
+        let mut document = self.clone_without_records();
+        document.records = self
+            .records
+            .iter()
+            .map(|r| RequestRecord {
+                token_times_us: Vec::new(),
+                output_text: None,
+                ..r.clone()
+            })
+            .collect();
+        document
+    }
+
+    /// A copy of everything but the records (which it has none of).
+    fn clone_without_records(&self) -> RunDocument {
+        // Every field but the records, named one by one: a field added to the
+        // document is a compile error here until it is copied too.
+        let RunDocument {
+            schema,
+            tool,
+            run_id,
+            started_at,
+            status,
+            plan,
+            environment,
+            levels,
+            total,
+            verdict,
+            records: _,
+            search,
+            ab,
+        } = self;
+        RunDocument {
+            schema: *schema,
+            tool: tool.clone(),
+            run_id: run_id.clone(),
+            started_at: started_at.clone(),
+            status: *status,
+            plan: plan.clone(),
+            environment: environment.clone(),
+            levels: levels.clone(),
+            total: total.clone(),
+            verdict: verdict.clone(),
+            records: Vec::new(),
+            search: search.clone(),
+            ab: ab.clone(),
+        }
+    }
+
+    /// Moves the per-request records out, its own and then each A/B target's: how
+    /// the engine hands a finished run to the page, which holds them already
+    /// (progress brought each as it finished), so that they are not sent and read
+    /// twice. [`RunDocument::put_records`] puts them back.
+    pub fn take_records(&mut self) -> Vec<RequestRecord> {
+        let mut records = std::mem::take(&mut self.records);
+        for target in &mut self.ab {
+            records.append(&mut target.records);
+        }
+        records
+    }
+
+    /// Puts `records` (warm-ups and every target's, in the order they finished)
+    /// where [`RunDocument::build_ab`] puts them: each A/B target's into its own
+    /// document, in their order.
+    pub fn put_records(&mut self, records: Vec<RequestRecord>) {
+        let mut by_target = by_target(self.ab.len() + 1, records).into_iter();
+        self.records = by_target.next().unwrap_or_default();
+        for (target, records) in self.ab.iter_mut().zip(by_target) {
+            target.records = records;
+        }
     }
 
     /// Leaves out the per-request records (a copy kept or shared without them),
     /// saying so in the conditions and the notes; nothing when there are none.
     pub fn drop_records(&mut self) {
-        if self.records.is_empty() {
+        let n_records = std::mem::take(&mut self.records).len();
+        self.records_were(n_records);
+    }
+
+    /// Says that the document's `n_records` records were left out (nothing when
+    /// there were none).
+    fn records_were(&mut self, n_records: usize) {
+        if n_records == 0 {
             return;
         }
-        let n_records = self.records.len() as u64;
-        self.records = Vec::new();
+        let n_records = n_records as u64;
         self.environment
             .conditions
             .push(RunCondition::RecordsNotKept { n_records });
@@ -494,6 +591,14 @@ impl RunDocument {
         json::pretty(&serde_json::to_string(self).expect("a run document always serialises"))
     }
 
+    /// The document's JSON a part at a time, `records_per_part` records to a part
+    /// (at least one): joined, the parts are [`RunDocument::to_json`]'s text
+    /// (`pretty`) or `serde_json`'s compact one. A large run is written in slices a
+    /// page can yield between, never in one long task.
+    pub fn json_parts(&self, records_per_part: usize, pretty: bool) -> JsonParts<&RunDocument> {
+        JsonParts::new(self, records_per_part, pretty)
+    }
+
     /// Reads a document written by this or an earlier version.
     pub fn from_json(json: &str) -> Result<RunDocument, DocumentError> {
         // Only the schema field first (the rest skipped unparsed), then the whole
@@ -515,6 +620,95 @@ impl RunDocument {
             None => Err(DocumentError::NotOurs),
         }
     }
+}
+
+/// [`RunDocument::json_parts`]: the document's text before its records, its
+/// records a slice at a time, then the rest (an A/B run's other targets, with
+/// their records, in that last part).
+pub struct JsonParts<D> {
+    /// The document, borrowed or shared (`Arc`: parts written across tasks).
+    document: D,
+    per_part: usize,
+    indenter: Option<json::Indenter>,
+    /// The compact text after the records (made with the first part, the text
+    /// before them).
+    tail: Option<String>,
+    next_record: usize,
+    done: bool,
+}
+
+impl<D: Borrow<RunDocument>> JsonParts<D> {
+    /// The parts of `document`'s JSON (see [`RunDocument::json_parts`]).
+    pub fn new(document: D, records_per_part: usize, pretty: bool) -> JsonParts<D> {
+        JsonParts {
+            document,
+            per_part: records_per_part.max(1),
+            indenter: pretty.then(json::Indenter::default),
+            tail: None,
+            next_record: 0,
+            done: false,
+        }
+    }
+
+    /// The document's compact text without its records, cut where they go.
+    fn frame(document: &RunDocument) -> (String, String) {
+        let without = document.clone_without_records();
+        let text = serde_json::to_string(&without).expect("a run document always serialises");
+        // The top level's records come before its `search` and `ab` (field order),
+        // and no key appears unescaped inside a string: the first is the one.
+        const EMPTY: &str = "\"records\":[]";
+        let at = text.find(EMPTY).expect("a document writes its records") + EMPTY.len() - 1;
+        (text[..at].to_owned(), text[at..].to_owned())
+    }
+
+    fn indented(&mut self, compact: String) -> String {
+        match &mut self.indenter {
+            Some(indenter) => indenter.push(&compact),
+            None => compact,
+        }
+    }
+}
+
+impl<D: Borrow<RunDocument>> Iterator for JsonParts<D> {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        if self.done {
+            return None;
+        }
+        let records = &self.document.borrow().records;
+        let Some(tail) = &self.tail else {
+            let (head, tail) = Self::frame(self.document.borrow());
+            self.tail = Some(tail);
+            return Some(self.indented(head));
+        };
+        if self.next_record >= records.len() {
+            let tail = tail.clone();
+            self.done = true;
+            return Some(self.indented(tail));
+        }
+        let to = (self.next_record + self.per_part).min(records.len());
+        let mut part = String::new();
+        for (i, record) in records[self.next_record..to].iter().enumerate() {
+            if self.next_record + i > 0 {
+                part.push(',');
+            }
+            part.push_str(&serde_json::to_string(record).expect("a record always serialises"));
+        }
+        self.next_record = to;
+        Some(self.indented(part))
+    }
+}
+
+/// `records` split by the target they went to (of `n_targets`, A first), each
+/// in its order; a target beyond the last counts as the last.
+fn by_target(n_targets: usize, records: Vec<RequestRecord>) -> Vec<Vec<RequestRecord>> {
+    let mut by_target: Vec<Vec<RequestRecord>> = vec![Vec::new(); n_targets.max(1)];
+    for record in records {
+        let i = (record.target as usize).min(by_target.len() - 1);
+        by_target[i].push(record);
+    }
+    by_target
 }
 
 /// Why a text is not a run document this version reads: callers tell a damaged
@@ -782,6 +976,25 @@ mod tests {
             Err(DocumentError::Newer { schema: 7 })
         );
         assert_eq!(RunDocument::from_json("{}"), Err(DocumentError::NotOurs));
+    }
+
+    #[test]
+    fn json_in_parts_is_the_whole_text() {
+        let doc = document();
+        assert!(doc.records.len() >= 4);
+        let mut without = doc.clone();
+        without.records.clear();
+        let mut one = doc.clone();
+        one.records.truncate(1);
+        for doc in [&doc, &without, &one] {
+            for per_part in [1, 2, 3, 1_000] {
+                let parts: Vec<String> = doc.json_parts(per_part, false).collect();
+                assert_eq!(parts.len(), 2 + doc.records.len().div_ceil(per_part));
+                assert_eq!(parts.concat(), serde_json::to_string(doc).unwrap());
+                let pretty: String = doc.json_parts(per_part, true).collect();
+                assert_eq!(pretty, doc.to_json(), "{per_part} a part");
+            }
+        }
     }
 
     #[test]
@@ -1150,11 +1363,13 @@ mod tests {
     #[test]
     fn history_keeps_the_figures_and_drops_records_only_when_it_must() {
         let doc = document();
-        let kept = doc.for_history(1 << 20);
+        let (kept, json) = doc.for_history(1 << 20);
+        assert_eq!(json, serde_json::to_string(&kept).unwrap());
         assert_eq!(kept.records.len(), doc.records.len());
         assert!(kept.records.iter().all(|r| r.token_times_us.is_empty()));
         assert_eq!(kept.levels, doc.levels);
-        let small = doc.for_history(1_000);
+        let (small, json) = doc.for_history(1_000);
+        assert_eq!(json, serde_json::to_string(&small).unwrap());
         assert!(small.records.is_empty());
         assert_eq!(small.levels, doc.levels, "the figures are whole");
         assert_eq!(small.verdict, doc.verdict);
