@@ -5,10 +5,19 @@ use wasm_bindgen::{prelude::Closure, JsCast};
 
 /// Offers `text` as a file.
 pub fn download(name: &str, mime: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    download_parts(
+        name,
+        mime,
+        &js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text)),
+    );
+}
+
+/// Offers the JavaScript strings `parts`, one after another, as a file (a large
+/// file made a slice at a time is never one string).
+pub fn download_parts(name: &str, mime: &str, parts: &js_sys::Array) {
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(parts, &options) else {
         return;
     };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {

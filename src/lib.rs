@@ -99,6 +99,13 @@ fn local_storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
 }
 
+/// Lets the browser run what waits (input, paint, other tasks) before going on:
+/// long work on the page thread (a large run's export) is cut into slices with
+/// this between them, so that no task of ours holds the page for 50 ms.
+async fn yield_to_browser() {
+    gloo_timers::future::sleep(std::time::Duration::ZERO).await;
+}
+
 /// `TypeError: Failed to fetch` and the like, from whatever was thrown.
 pub fn describe_js_error(error: &wasm_bindgen::JsValue) -> String {
     use wasm_bindgen::JsCast;

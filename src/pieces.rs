@@ -7,7 +7,7 @@
 //! | `engine` | `engine/host.rs`: the engine, in the worker | when the worker starts |
 //! | `live` | `results/mod.rs`: the live view | when the first run starts ([`when_run_starts`]) |
 //! | `finished` | `results/mod.rs`: a finished run's view | while a run goes, and before one is shown ([`ShowWhenReady`]) |
-//! | `keep` | here: a run as history stores it, an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
+//! | `keep` | here: a run as history stores it (in slices: [`start_writing`], [`write_slice`]), an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
 //! | `read` | here: the engine's messages, the kept runs and an interrupted run read | when a worker starts ([`read_message`]), or when the page finds kept runs |
 //! | `plans` | `config/mod.rs`: the article's `config.json`, a plan file or a shared link read | on the first import, or when the page opens with a link |
 //! | `prompt_files` | `config/prompt_file.rs`: a prompt file read and hashed | when the first prompt file is chosen |
@@ -31,7 +31,7 @@ use futures_util::{future::LocalBoxFuture, FutureExt};
 use tokenmeter_core::{
     said,
     schema::{Environment, Plan, RequestRecord, RunDocument, RunStatus, Said},
-    share,
+    share, JsonParts,
 };
 
 use crate::{protocol::FromWorker, PieceMissing};
@@ -63,13 +63,52 @@ split_off! { keep, preload fetch_interrupted_document:
 
 split_off! { keep, preload fetch_stored_copy:
     /// A run as it is stored: without its per-token times and answer texts, within
-    /// `max_bytes` (see `RunDocument::for_history`), and as JSON. Writing a run
-    /// document is not needed to show the page: fetched when a run starts, or when
-    /// a run is first stored.
+    /// `max_bytes` (see `RunDocument::for_history`), and as JSON, in one go (an
+    /// unfinished run's copy, saved as the page closes). Writing a run document is
+    /// not needed to show the page: fetched when a run starts, or when a run is
+    /// first stored.
     pub fn stored_copy(document: Arc<RunDocument>, max_bytes: usize) -> (RunDocument, String) {
-        let kept = document.for_history(max_bytes);
-        let json = serde_json::to_string(&kept).expect("a run document always serialises");
-        (kept, json)
+        document.for_history(max_bytes)
+    }
+}
+
+/// A run's stored copy being written a slice at a time ([`start_writing`],
+/// [`write_slice`]): history keeps a finished run so, and never holds the page
+/// for the whole run's JSON.
+pub struct Writing {
+    /// The copy (`RunDocument::history_copy`).
+    pub kept: Arc<RunDocument>,
+    parts: JsonParts<Arc<RunDocument>>,
+}
+
+/// Records a slice of a stored copy writes (without their token times, about
+/// half a kilobyte each).
+const RECORDS_PER_SLICE: usize = 1_000;
+
+split_off! { keep:
+    /// The stored copy of `document` within `max_bytes`, to be written slice by
+    /// slice.
+    pub fn start_writing(document: Arc<RunDocument>, max_bytes: usize) -> Writing {
+        let kept = Arc::new(document.history_copy(max_bytes));
+        let parts = JsonParts::new(Arc::clone(&kept), RECORDS_PER_SLICE, false);
+        Writing { kept, parts }
+    }
+}
+
+split_off! { keep:
+    /// The next slice of the copy's JSON, `None` once it is all written.
+    pub fn write_slice(writing: Writing) -> (Writing, Option<String>) {
+        let mut writing = writing;
+        let part = writing.parts.next();
+        (writing, part)
+    }
+}
+
+split_off! { keep:
+    /// The copy without its records, and its JSON: what is stored of a run whose
+    /// copy is larger than history keeps.
+    pub fn without_records(kept: Arc<RunDocument>) -> (RunDocument, String) {
+        kept.history_copy_without_records()
     }
 }
 

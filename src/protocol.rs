@@ -48,9 +48,14 @@ pub enum FromWorker {
     /// The worker has started and listens.
     Ready,
     Progress(Progress),
-    /// The run ended (done or cancelled); the document holds everything.
+    /// The run ended (done or cancelled). The document holds everything but its
+    /// per-request records: progress brought each of them as it finished, and the
+    /// page puts them back ([`RunDocument::put_records`]), so that a large run is
+    /// not sent and read a second time at its end.
     Finished {
         document: Box<RunDocument>,
+        /// How many records the run has: those the page was brought.
+        n_records: u64,
     },
     /// The run could not start (an invalid plan); nothing was sent.
     Failed {

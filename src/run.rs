@@ -216,8 +216,27 @@ impl RunController {
                         view.set(RunView::Running(Some(progress)));
                     }
                 }
-                WorkerEvent::Message(FromWorker::Finished { document }) => {
+                WorkerEvent::Message(FromWorker::Finished {
+                    mut document,
+                    n_records,
+                }) => {
+                    let mut records = Vec::new();
+                    partial.update_value(|p| {
+                        if let Some(p) = p {
+                            records = std::mem::take(&mut p.records);
+                        }
+                    });
                     end_partial(partial);
+                    let n_brought = records.len() as u64;
+                    if n_brought != n_records {
+                        problems.update(|p| {
+                            p.push(said!(
+                                "{n_brought} of the run's {n_records} requests reached the page: the figures count them all, the records shown and exported are those",
+                                "本次运行的 {n_records} 个请求中有 {n_brought} 个到达了页面：统计包含全部请求，显示和导出的明细只有这些"
+                            ))
+                        });
+                    }
+                    document.put_records(records);
                     let document = Arc::new(*document);
                     on_finished(&document);
                     show_finished(view, document, finished_view);

@@ -218,10 +218,24 @@ async fn a_run_flags_a_hidden_page_and_its_own_lag() {
     };
     run(input, CancelToken::default(), post).await;
     let messages = messages.borrow();
-    let Some(FromWorker::Finished { document }) = messages.last() else {
+    let Some(FromWorker::Finished {
+        document,
+        n_records,
+    }) = messages.last()
+    else {
         panic!("the run ends with its document");
     };
     assert_eq!(document.levels[0].n_ok, 2);
+    // The records went to the page with the progress, each once, and not again.
+    let brought: usize = messages
+        .iter()
+        .map(|m| match m {
+            FromWorker::Progress(p) => p.records.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!((brought as u64, *n_records), (2, 2));
+    assert!(document.records.is_empty());
     let notes = document.environment.notes.join("\n");
     assert!(
         notes.contains("concurrency 1: the page was hidden for 0."),
@@ -313,7 +327,7 @@ async fn the_lag_flags_follow_from_the_measured_lag() {
     };
     run(input, CancelToken::default(), post).await;
     let messages = messages.borrow();
-    let Some(FromWorker::Finished { document }) = messages.last() else {
+    let Some(FromWorker::Finished { document, .. }) = messages.last() else {
         panic!("the run ends with its document");
     };
     use tokenmeter_core::{schema::RunCondition, LAG_DISTORTS_P95_MS, LAG_NOTE_MS};
@@ -397,7 +411,7 @@ async fn cancel_between_arrivals_does_not_wait_for_the_next_one() {
         clock.now_ms()
     );
     let messages = messages.borrow();
-    let Some(FromWorker::Finished { document }) = messages.last() else {
+    let Some(FromWorker::Finished { document, .. }) = messages.last() else {
         panic!("the run ends with its document");
     };
     assert_eq!(document.status, RunStatus::Cancelled);

@@ -207,8 +207,11 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
     if let Some(outcome) = schedule.outcome() {
         document.conclude_search(outcome);
     }
+    // Every record went to the page with the progress above: not again.
+    let n_records = document.take_records().len() as u64;
     post(FromWorker::Finished {
         document: Box::new(document),
+        n_records,
     });
 }
 

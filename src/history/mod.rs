@@ -30,8 +30,12 @@ use tokenmeter_core::{
     said,
     schema::{RunDocument, Said},
 };
+use wasm_bindgen::JsValue;
 
-use crate::pieces::{read_documents, stored_copy};
+use crate::{
+    pieces::{read_documents, start_writing, without_records, write_slice},
+    PieceMissing,
+};
 
 pub use compare::comparison;
 pub use panel::HistoryPanel;
@@ -47,7 +51,11 @@ const RUN_CAP_BYTES: usize = 16 << 20;
 
 /// A change to storage, applied in order by the storage task.
 enum Write {
-    Put { run_id: String, json: String },
+    /// `json` is a JavaScript string: made in slices, it never was one Rust string.
+    Put {
+        run_id: String,
+        json: JsValue,
+    },
     Delete(Vec<String>),
 }
 
@@ -156,7 +164,8 @@ impl History {
             let Some(document) = document else {
                 continue;
             };
-            if let Err(error) = store.put(&document.run_id, now - age as f64, json).await {
+            let json = JsValue::from_str(json);
+            if let Err(error) = store.put(&document.run_id, now - age as f64, &json).await {
                 let Said { en, zh } = error.said();
                 self.storage_note.set(Some(said!(
                     "the runs kept by an earlier version could not be moved ({en}); they stay where they were",
@@ -221,8 +230,8 @@ impl History {
     /// The keeping task: each run's stored copy, in the order they were kept.
     async fn keep_in_order(self, mut keeps: mpsc::UnboundedReceiver<Arc<RunDocument>>) {
         while let Some(document) = keeps.next().await {
-            match stored_copy(Arc::clone(&document), RUN_CAP_BYTES).await {
-                Ok((kept, json)) => self.add(Arc::new(kept), Some(json)),
+            match stored_in_slices(Arc::clone(&document)).await {
+                Ok((kept, json)) => self.add(kept, Some(json)),
                 Err(missing) => {
                     // Shown, and in the list until the page is reloaded.
                     self.storage_note.set(Some(said!(
@@ -235,8 +244,9 @@ impl History {
         }
     }
 
-    /// Adds a run to the list, first, and to storage as `json` when there is one.
-    fn add(&self, kept: Arc<RunDocument>, json: Option<String>) {
+    /// Adds a run to the list, first, and to storage as `json` (a JavaScript
+    /// string) when there is one.
+    fn add(&self, kept: Arc<RunDocument>, json: Option<JsValue>) {
         let run_id = kept.run_id.clone();
         let mut dropped = Vec::new();
         self.runs.update(|runs| {
@@ -303,4 +313,30 @@ impl History {
                 .collect()
         })
     }
+}
+
+/// `document`'s stored copy (see `RunDocument::for_history`) and its JSON as a
+/// JavaScript string, written a slice at a time with the browser let in between:
+/// keeping a run of ten thousand requests never holds the page.
+async fn stored_in_slices(
+    document: Arc<RunDocument>,
+) -> Result<(Arc<RunDocument>, JsValue), PieceMissing> {
+    let mut writing = start_writing(document, RUN_CAP_BYTES).await?;
+    let parts = js_sys::Array::new();
+    let mut n_bytes = 0;
+    loop {
+        crate::yield_to_browser().await;
+        let (next, part) = write_slice(writing).await?;
+        writing = next;
+        let Some(part) = part else { break };
+        n_bytes += part.len();
+        if n_bytes > RUN_CAP_BYTES {
+            let kept = Arc::clone(&writing.kept);
+            drop(writing);
+            let (kept, json) = without_records(kept).await?;
+            return Ok((Arc::new(kept), JsValue::from_str(&json)));
+        }
+        parts.push(&JsValue::from_str(&part));
+    }
+    Ok((writing.kept, parts.join("").into()))
 }

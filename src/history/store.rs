@@ -93,12 +93,13 @@ impl RunStore {
     }
 
     /// Writes one run (replacing one with the same id); done when it is durable.
-    pub async fn put(&self, run_id: &str, kept_at: f64, json: &str) -> Result<(), StoreError> {
+    /// `json` is the document's JSON as a JavaScript string.
+    pub async fn put(&self, run_id: &str, kept_at: f64, json: &JsValue) -> Result<(), StoreError> {
         let row = js_sys::Object::new();
         for (key, value) in [
             ("run_id", JsValue::from_str(run_id)),
             ("kept_at", JsValue::from_f64(kept_at)),
-            ("json", JsValue::from_str(json)),
+            ("json", json.clone()),
         ] {
             js_sys::Reflect::set(&row, &key.into(), &value).map_err(js_text)?;
         }

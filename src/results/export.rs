@@ -12,15 +12,22 @@ use tokenmeter_core::{
 };
 
 use crate::{
-    files::download,
+    files::{download, download_parts},
     language::{w, Words},
     pieces::run_link,
 };
 
-/// What each export button writes.
+/// What each export button writes: the run document, or a file made from it.
 #[derive(Clone, Copy, Debug)]
 enum Export {
+    /// Written in slices on the page (see [`json_in_slices`]).
     Json,
+    Made(Made),
+}
+
+/// The files made from the document by the `exports` piece.
+#[derive(Clone, Copy, Debug)]
+enum Made {
     LevelsCsv,
     RequestsCsv,
     Markdown,
@@ -30,15 +37,30 @@ enum Export {
 split_off! { exports:
     /// The file that `export` makes of `document`. The reports and their templates
     /// are rarely needed: a split build fetches their code on the first export.
-    fn render(export: Export, document: Arc<RunDocument>, lang: Lang) -> String {
-        match export {
-            Export::Json => document.to_json(),
-            Export::LevelsCsv => levels_csv(&document),
-            Export::RequestsCsv => requests_csv(&document),
-            Export::Markdown => markdown(&document, lang),
-            Export::Html => document.html(lang),
+    fn render(made: Made, document: Arc<RunDocument>, lang: Lang) -> String {
+        match made {
+            Made::LevelsCsv => levels_csv(&document),
+            Made::RequestsCsv => requests_csv(&document),
+            Made::Markdown => markdown(&document, lang),
+            Made::Html => document.html(lang),
         }
     }
+}
+
+/// Records a slice of the JSON export writes: tens of milliseconds of work for
+/// records of a hundred tokens each, on this project's 2-core machines.
+const RECORDS_PER_SLICE: usize = 250;
+
+/// The run document's JSON (`RunDocument::to_json`'s text), written
+/// [`RECORDS_PER_SLICE`] records at a time with the browser let in between, as
+/// JavaScript strings: a run of ten thousand requests never holds the page.
+async fn json_in_slices(document: &RunDocument) -> js_sys::Array {
+    let parts = js_sys::Array::new();
+    for part in document.json_parts(RECORDS_PER_SLICE, true) {
+        parts.push(&wasm_bindgen::JsValue::from_str(&part));
+        crate::yield_to_browser().await;
+    }
+    parts
 }
 
 #[component]
@@ -57,7 +79,15 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
                 let name = format!("tokenmeter-{}{suffix}", document.run_id);
                 let (document, lang) = (document.clone(), lang.get_untracked());
                 leptos::task::spawn_local(async move {
-                    match render(export, document, lang).await {
+                    let made = match export {
+                        Export::Json => {
+                            download_parts(&name, mime, &json_in_slices(&document).await);
+                            problem.try_set(None);
+                            return;
+                        }
+                        Export::Made(made) => made,
+                    };
+                    match render(made, document, lang).await {
                         Ok(file) => {
                             problem.try_set(None);
                             download(&name, mime, &file);
@@ -75,10 +105,10 @@ pub fn Exports(document: Arc<RunDocument>, lang: RwSignal<Lang>) -> impl IntoVie
     view! {
         <div class="actions">
             {button("export-json", w("Export JSON", "导出 JSON"), ".json", "application/json", Export::Json)}
-            {button("export-csv", w("Levels CSV", "各档 CSV"), "-levels.csv", "text/csv", Export::LevelsCsv)}
-            {button("export-requests-csv", w("Requests CSV", "请求 CSV"), "-requests.csv", "text/csv", Export::RequestsCsv)}
-            {button("export-md", w("Markdown", "Markdown"), ".md", "text/markdown", Export::Markdown)}
-            {button("export-html", w("HTML report", "HTML 报告"), ".html", "text/html", Export::Html)}
+            {button("export-csv", w("Levels CSV", "各档 CSV"), "-levels.csv", "text/csv", Export::Made(Made::LevelsCsv))}
+            {button("export-requests-csv", w("Requests CSV", "请求 CSV"), "-requests.csv", "text/csv", Export::Made(Made::RequestsCsv))}
+            {button("export-md", w("Markdown", "Markdown"), ".md", "text/markdown", Export::Made(Made::Markdown))}
+            {button("export-html", w("HTML report", "HTML 报告"), ".html", "text/html", Export::Made(Made::Html))}
             <ShareRun document=shared lang=lang/>
             {move || problem.get().map(|p| view! { <p class="field-error" data-testid="export-error">{p.text(lang.get()).to_owned()}</p> })}
         </div>
