@@ -12,7 +12,7 @@
 
 use std::{fs, path::Path};
 
-use crate::util::Result;
+use crate::util::{relative, rust_files, Result};
 
 /// The longest a function may be without a reason, counting its signature and
 /// its closing brace.
@@ -34,14 +34,8 @@ const SOURCES: [&str; 5] = [
 pub fn check_workspace(root: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for src in SOURCES {
-        let mut files = Vec::new();
-        collect(&root.join(src), &mut files)?;
-        for path in files {
-            let relative = path
-                .strip_prefix(root)
-                .map_err(|e| e.to_string())?
-                .to_string_lossy()
-                .replace('\\', "/");
+        for path in rust_files(&root.join(src))? {
+            let relative = relative(root, &path)?;
             if relative.ends_with("/tests.rs") {
                 continue;
             }
@@ -55,20 +49,6 @@ pub fn check_workspace(root: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(problems)
-}
-
-fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
-    entries.sort_by_key(|e| e.path());
-    for entry in entries {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// A function over the limit with no reason above it.

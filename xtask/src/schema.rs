@@ -10,7 +10,7 @@
 
 use std::{fs, path::Path};
 
-use crate::util::Result;
+use crate::util::{relative, rust_files, Result};
 
 /// Where the core's sources are, from the workspace root.
 const CORE_SRC: &str = "crates/tokenmeter-core/src";
@@ -35,37 +35,19 @@ pub fn check_workspace(root: &Path) -> Result<Vec<String>> {
             "{CORE_SRC}/lib.rs: no `pub mod schema` block of `pub use` found"
         )]);
     }
-    let mut files = Vec::new();
-    collect(&src, &mut files)?;
     let mut problems = Vec::new();
-    for path in files {
-        let relative = path
-            .strip_prefix(root)
-            .map_err(|e| e.to_string())?
-            .to_string_lossy()
-            .replace('\\', "/");
+    for path in rust_files(&src)? {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("tests"))
+        {
+            continue;
+        }
+        let relative = relative(root, &path)?;
         let text = fs::read_to_string(&path)?;
         problems.extend(check_file(&relative, &text, &listed));
     }
     Ok(problems)
-}
-
-fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
-    entries.sort_by_key(|e| e.path());
-    for entry in entries {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs")
-            && !path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("tests"))
-        {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The problems of one file: its serialised types missing from `listed`.

@@ -14,7 +14,7 @@
 
 use std::{fs, path::Path};
 
-use crate::util::Result;
+use crate::util::{relative, rust_files, Result};
 
 /// One crate's layering.
 pub struct Layering {
@@ -133,32 +133,12 @@ pub fn run() -> Result<()> {
 
 /// Every import in `src` against `layering`, as sentences.
 pub fn check(src: &Path, layering: &Layering) -> Result<Vec<String>> {
-    let mut files = Vec::new();
-    collect(src, src, &mut files)?;
     let mut problems = Vec::new();
-    for (relative, text) in files {
-        problems.extend(check_file(&relative, &text, layering));
+    for path in rust_files(src)? {
+        let text = fs::read_to_string(&path)?;
+        problems.extend(check_file(&relative(src, &path)?, &text, layering));
     }
     Ok(problems)
-}
-
-fn collect(src: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
-    entries.sort_by_key(|e| e.path());
-    for entry in entries {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(src, &path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let relative = path
-                .strip_prefix(src)
-                .map_err(|e| e.to_string())?
-                .to_string_lossy()
-                .replace('\\', "/");
-            out.push((relative, fs::read_to_string(&path)?));
-        }
-    }
-    Ok(())
 }
 
 /// The problems of one file, `relative` to its crate's `src/`.

@@ -128,3 +128,28 @@ pub fn human_secs(secs: f64) -> String {
         format!("{} min {:02} s", whole / 60, whole % 60)
     }
 }
+
+/// Every `.rs` file under `dir`, in path order (tidy's rules read them all).
+pub fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(|e| e.path());
+    for entry in entries {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path)?);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
+/// `path` from `base`, with forward slashes (as tidy's messages name files).
+pub fn relative(base: &Path, path: &Path) -> Result<String> {
+    Ok(path
+        .strip_prefix(base)
+        .map_err(|e| e.to_string())?
+        .to_string_lossy()
+        .replace('\\', "/"))
+}
