@@ -30,7 +30,7 @@ use tokenmeter_core::{
     said,
     schema::{RunDocument, Said},
 };
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 
 use crate::{
     pieces::{read_documents, start_writing, without_records, write_slice},
@@ -72,6 +72,9 @@ pub struct History {
     pub loaded: RwSignal<bool>,
     writes: StoredValue<mpsc::UnboundedSender<Write>>,
     keeps: StoredValue<mpsc::UnboundedSender<Arc<RunDocument>>>,
+    /// Runs kept whose stored copy is not yet written (or known unwritable):
+    /// leaving the page meanwhile asks first, so a finished run is not lost.
+    unstored: StoredValue<u32>,
 }
 
 impl History {
@@ -87,10 +90,33 @@ impl History {
             loaded: RwSignal::new(false),
             writes: StoredValue::new(writes),
             keeps: StoredValue::new(keeps),
+            unstored: StoredValue::new(0),
         };
         wasm_bindgen_futures::spawn_local(history.keep_stored(pending));
         wasm_bindgen_futures::spawn_local(history.keep_in_order(to_keep));
+        history.ask_before_leaving();
         history
+    }
+
+    /// Leaving the page while a kept run's copy is still being written asks first.
+    fn ask_before_leaving(&self) {
+        let history = *self;
+        let on_leave = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            if history.unstored.get_value() > 0 {
+                event.prevent_default();
+                // Older browsers ask only when returnValue is set.
+                let _ = js_sys::Reflect::set(&event, &"returnValue".into(), &"".into());
+            }
+        });
+        let _ = leptos::prelude::window()
+            .add_event_listener_with_callback("beforeunload", on_leave.as_ref().unchecked_ref());
+        // Lives as long as the page.
+        on_leave.forget();
+    }
+
+    /// One kept run's copy written, or known unwritable.
+    fn one_stored(&self) {
+        self.unstored.update_value(|n| *n = n.saturating_sub(1));
     }
 
     /// The storage task: opens the database, moves runs from local storage into it,
@@ -105,7 +131,11 @@ impl History {
                     "这个浏览器无法存储测试记录（{zh}）：它们只显示到页面重新加载为止；请导出要保留的记录",
                 )));
                 self.loaded.set(true);
-                while pending.next().await.is_some() {}
+                while let Some(write) = pending.next().await {
+                    if let Write::Put { .. } = write {
+                        self.one_stored();
+                    }
+                }
                 return;
             }
         };
@@ -123,7 +153,11 @@ impl History {
         self.loaded.set(true);
         while let Some(write) = pending.next().await {
             let outcome = match &write {
-                Write::Put { run_id, json } => store.put(run_id, js_sys::Date::now(), json).await,
+                Write::Put { run_id, json } => {
+                    let outcome = store.put(run_id, js_sys::Date::now(), json).await;
+                    self.one_stored();
+                    outcome
+                }
                 Write::Delete(run_ids) => store.delete(run_ids).await,
             };
             // A note stays until the page is reloaded: a later write that works
@@ -222,6 +256,7 @@ impl History {
     /// asked, once the code that makes its stored copy is here (a split build
     /// fetches it when a run starts, see [`stored_copy`](crate::pieces::stored_copy)).
     pub fn keep(&self, document: Arc<RunDocument>) {
+        self.unstored.update_value(|n| *n += 1);
         self.keeps.with_value(|keeps| {
             let _ = keeps.unbounded_send(document);
         });
@@ -230,28 +265,49 @@ impl History {
     /// The keeping task: each run's stored copy, in the order they were kept.
     async fn keep_in_order(self, mut keeps: mpsc::UnboundedReceiver<Arc<RunDocument>>) {
         while let Some(document) = keeps.next().await {
-            match stored_in_slices(Arc::clone(&document)).await {
-                Ok((kept, json)) => self.add(kept, Some(json)),
+            // In the list at once, before the run is shown; its stored copy is
+            // written in slices afterwards and takes its place there.
+            self.add(Arc::clone(&document));
+            match stored_in_slices(document).await {
+                Ok((kept, json)) => self.stored(kept, json),
                 Err(missing) => {
+                    self.one_stored();
                     // Shown, and in the list until the page is reloaded.
                     self.storage_note.set(Some(said!(
                         "a run could not be stored ({missing}): it is shown until the page is reloaded; export it to keep it",
                         "有一次测试无法保存（{missing}）：它只显示到页面重新加载为止；请导出以保留它",
                     )));
-                    self.add(document, None);
                 }
             }
         }
     }
 
-    /// Adds a run to the list, first, and to storage as `json` (a JavaScript
-    /// string) when there is one.
-    fn add(&self, kept: Arc<RunDocument>, json: Option<JsValue>) {
+    /// A run's stored copy, written: it takes the run's place in the list and goes
+    /// to storage, unless the run was deleted meanwhile (then it stays deleted).
+    fn stored(&self, kept: Arc<RunDocument>, json: JsValue) {
         let run_id = kept.run_id.clone();
+        let mut listed = false;
+        self.runs.update(|runs| {
+            if let Some(run) = runs.iter_mut().find(|r| r.run_id == run_id) {
+                *run = kept;
+                listed = true;
+            }
+        });
+        if listed {
+            self.write(Write::Put { run_id, json });
+        } else {
+            self.one_stored();
+        }
+    }
+
+    /// Adds a run to the list, first (its stored copy follows: [`History::stored`]);
+    /// the runs past [`MAX_RUNS`] leave the list and storage.
+    fn add(&self, run: Arc<RunDocument>) {
+        let run_id = run.run_id.clone();
         let mut dropped = Vec::new();
         self.runs.update(|runs| {
             runs.retain(|r| r.run_id != run_id);
-            runs.insert(0, kept);
+            runs.insert(0, run);
             dropped = runs
                 .iter()
                 .skip(MAX_RUNS)
@@ -259,9 +315,6 @@ impl History {
                 .collect();
             runs.truncate(MAX_RUNS);
         });
-        if let Some(json) = json {
-            self.write(Write::Put { run_id, json });
-        }
         if !dropped.is_empty() {
             self.write(Write::Delete(dropped));
         }
