@@ -86,7 +86,7 @@ pub mod models;
 mod pieces;
 pub mod protocol;
 mod results;
-mod run;
+pub mod run;
 mod screen;
 mod widgets;
 mod worker;

@@ -227,14 +227,8 @@ impl RunController {
                         }
                     });
                     end_partial(partial);
-                    let n_brought = records.len() as u64;
-                    if n_brought != n_records {
-                        problems.update(|p| {
-                            p.push(said!(
-                                "{n_brought} of the run's {n_records} requests reached the page: the figures count them all, the records shown and exported are those",
-                                "本次运行的 {n_records} 个请求中有 {n_brought} 个到达了页面：统计包含全部请求，显示和导出的明细只有这些"
-                            ))
-                        });
+                    if let Some(shortfall) = records_shortfall(records.len() as u64, n_records) {
+                        problems.update(|p| p.push(shortfall));
                     }
                     document.put_records(records);
                     let document = Arc::new(*document);
@@ -494,6 +488,18 @@ fn show_finished(
             view.set(RunView::Finished(document));
         }
     });
+}
+
+/// What to say when fewer of a finished run's records reached the page with its
+/// progress (`n_brought`) than the engine says it had (`n_records`); nothing when
+/// all did.
+pub fn records_shortfall(n_brought: u64, n_records: u64) -> Option<Said> {
+    (n_brought < n_records).then(|| {
+        said!(
+            "{n_brought} of the run's {n_records} requests reached the page: the figures count them all, the records shown and exported are those",
+            "本次运行的 {n_records} 个请求中有 {n_brought} 个到达了页面：统计包含全部请求，显示和导出的明细只有这些"
+        )
+    })
 }
 
 /// The run ended (one way or another): nothing of it needs saving any more.

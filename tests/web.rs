@@ -207,3 +207,17 @@ fn a_models_list_is_read_from_the_parsed_json_and_anything_else_is_said() {
         assert!(!said.en.is_empty() && said.zh != said.en, "{said:?}");
     }
 }
+
+#[wasm_bindgen_test]
+fn a_finished_run_says_when_records_did_not_reach_the_page_and_only_then() {
+    use tokenmeter::run::records_shortfall;
+    assert_eq!(records_shortfall(0, 0), None);
+    assert_eq!(records_shortfall(10_000, 10_000), None);
+    let said = records_shortfall(9_998, 10_000).expect("a shortfall is said");
+    assert!(
+        said.en.starts_with("9998 of the run's 10000 requests"),
+        "{}",
+        said.en
+    );
+    assert!(said.zh.contains("10000 个请求中有 9998 个"), "{}", said.zh);
+}

@@ -51,7 +51,8 @@ const RUN_CAP_BYTES: usize = 16 << 20;
 
 /// A change to storage, applied in order by the storage task.
 enum Write {
-    /// `json` is a JavaScript string: made in slices, it never was one Rust string.
+    /// `json` is a JavaScript string: a large copy, made in slices, never was one
+    /// Rust string.
     Put {
         run_id: String,
         json: JsValue,
