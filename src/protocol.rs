@@ -1,18 +1,23 @@
-//! Messages between the page and the engine worker, sent as JSON strings.
+//! Messages between the page and the engine worker, and between that worker and
+//! the helpers it spreads a level's streams over (see `engine::shards`), sent as
+//! JSON strings.
 //!
-//! The page sends the plan and the key (the key only ever lives in the two
-//! threads' memory); the worker answers with progress at most ten times a second
-//! and, at the end, the run document.
+//! The page sends the plan and the key (the key only ever lives in the threads'
+//! memory); the worker answers with progress at most ten times a second and, at
+//! the end, the run document. It gives each helper the same plan and keys once
+//! ([`ToWorker::Shard`]), then one [`ToWorker::Send`] per request, and hears back
+//! one [`FromWorker::Sent`].
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tokenmeter_core::{
-    schema::{Plan, RequestRecord, RunCondition, RunDocument, Said},
+    schema::{Plan, RequestRecord, RunCondition, RunDocument, Said, StallCount},
     Prompts,
 };
 
-/// Page → worker.
+/// Page → worker, and the measuring worker → its helpers (`Shard`, `Send`,
+/// `Cancel`).
 ///
 /// Externally tagged (serde's default) on purpose: an internally tagged enum is
 /// read through serde's buffering deserializer, which instantiates every type the
@@ -39,6 +44,68 @@ pub enum ToWorker {
     Cancel,
     /// The page became hidden or visible (`visibilitychange`).
     Visibility { hidden: bool },
+    /// To a helper: the run it sends requests for.
+    Shard(Box<ShardStart>),
+    /// To a helper: send one request now.
+    Send(SendOrder),
+}
+
+/// What a helper needs to send the run's requests as the measuring worker would.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardStart {
+    /// The run's zero on the shared timeline (`performance.timeOrigin` plus the
+    /// measuring worker's `performance.now()` when the run started), ms: each
+    /// worker's own `performance.now()` counts from its own start, so the helper
+    /// finds its zero from this and its `timeOrigin`.
+    pub origin_epoch_ms: f64,
+    /// The plan as it runs (its seed set: the helper makes the same bodies).
+    pub plan: Box<Plan>,
+    /// As in [`ToWorker::Start`]; held in memory only.
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub target_keys: Vec<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Arc<Prompts>>,
+}
+
+/// One request for a helper to send.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SendOrder {
+    pub id: u64,
+    /// The level's index in the run (warm-ups are never sent by a helper).
+    pub level: u32,
+    pub concurrency: u32,
+    /// Which target of the plan.
+    pub target: u32,
+    /// When the measuring worker wanted it sent, on the run's clock, µs: the
+    /// helper stamps its own send, and the message's way is client queue time.
+    pub wanted_us: u64,
+    /// The body, when the measuring worker made it (a conversation's turn);
+    /// else the helper makes request `id`'s body as the measuring worker would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// A helper's answer to a [`SendOrder`]: the record, and what it cost the helper.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sent {
+    pub record: RequestRecord,
+    pub busy_us: u64,
+    pub n_chunks: u64,
+    /// What the helper's own loop stalls did to this record's token events.
+    pub stalls: StallCount,
+    /// How late the helper's loop ran during the record's level so far.
+    pub lag: LagSoFar,
+}
+
+/// How late a helper's loop ran during one level so far, while it had requests
+/// in flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LagSoFar {
+    pub max_ms: f64,
+    /// When the worst tick woke, on the run's clock, ms.
+    pub max_at_ms: f64,
+    pub p95_ms: f64,
 }
 
 /// Worker → page. Externally tagged, as [`ToWorker`].
@@ -61,6 +128,8 @@ pub enum FromWorker {
     Failed {
         problems: Vec<Said>,
     },
+    /// From a helper: a request it sent ended.
+    Sent(Box<Sent>),
 }
 
 /// Where a run stands, for the live view.

@@ -201,7 +201,8 @@ impl RunController {
         let worker = EngineWorker::new(move |event| {
             last_heard_ms.set_value(now_ms());
             match event {
-                WorkerEvent::Message(FromWorker::Ready) => {}
+                // (`Sent` is a helper's word to the measuring worker, never the page's.)
+                WorkerEvent::Message(FromWorker::Ready | FromWorker::Sent(_)) => {}
                 WorkerEvent::Message(FromWorker::Progress(mut progress)) => {
                     let records = std::mem::take(&mut progress.records);
                     partial.update_value(|p| {

@@ -102,7 +102,7 @@ function metaPolicy() {
 }
 
 for (const [name, serve] of [['nginx', nginx], ['Caddy', caddy]]) {
-  test(`the ${name} recipe serves the page cross-origin isolated, and a run finishes`, async () => {
+  test(`the ${name} recipe serves the page cross-origin isolated, and a run on two engine workers finishes`, async () => {
     const url = await serve();
     const sim = await startSim([]);
     const page = await suite.browser.newPage({ acceptDownloads: true });
@@ -120,13 +120,16 @@ for (const [name, serve] of [['nginx', nginx], ['Caddy', caddy]]) {
       assert.equal(await page.evaluate(() => crossOriginIsolated), true);
       const app = new AppPage(page);
       await app.open(url);
-      await app.fillPlan({ 'base-url': sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 });
+      // Two engine workers: the helper is started by the first, under the same headers.
+      await app.byTestId('advanced').locator('summary').click();
+      await app.fillPlan({ 'base-url': sim.baseUrl, levels: '2', 'requests-per-level': 4, 'max-tokens': 8, warmup: 0, 'engine-workers': 2 });
       await app.run();
       await app.waitForStatus('done');
       const doc = await app.exportJson();
       assert.equal(doc.environment.cross_origin_isolated, true);
       assert.ok(doc.environment.timer_resolution_us <= 20, `${doc.environment.timer_resolution_us} µs`);
-      assert.deepEqual((await app.resultsRows()).map((r) => r.n_ok), ['2']);
+      assert.deepEqual((await app.resultsRows()).map((r) => r.n_ok), ['4']);
+      assert.equal(doc.environment.engine_load[0].workers, 2);
     } finally {
       await page.close();
       sim.close();

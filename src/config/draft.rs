@@ -113,6 +113,7 @@ pub struct DraftSignals {
     pub levels: RwSignal<String>,
     pub requests_per_level: RwSignal<String>,
     pub warmup: RwSignal<String>,
+    pub engine_workers: RwSignal<String>,
     pub endpoint: RwSignal<EndpointKind>,
     pub auth: RwSignal<AuthStyle>,
     pub temperature: RwSignal<String>,
@@ -160,6 +161,7 @@ impl DraftSignals {
             levels: RwSignal::default(),
             requests_per_level: RwSignal::default(),
             warmup: RwSignal::default(),
+            engine_workers: RwSignal::default(),
             endpoint: RwSignal::default(),
             auth: RwSignal::default(),
             temperature: RwSignal::default(),
@@ -207,6 +209,7 @@ impl DraftSignals {
             levels: self.levels.get_untracked(),
             requests_per_level: self.requests_per_level.get_untracked(),
             warmup: self.warmup.get_untracked(),
+            engine_workers: self.engine_workers.get_untracked(),
             endpoint: self.endpoint.get_untracked(),
             auth: self.auth.get_untracked(),
             temperature: self.temperature.get_untracked(),
@@ -264,6 +267,7 @@ impl DraftSignals {
             levels,
             requests_per_level,
             warmup,
+            engine_workers,
             endpoint,
             auth,
             temperature,
@@ -304,6 +308,7 @@ impl DraftSignals {
         self.levels.set(levels);
         self.requests_per_level.set(requests_per_level);
         self.warmup.set(warmup);
+        self.engine_workers.set(engine_workers);
         self.endpoint.set(endpoint);
         self.auth.set(auth);
         self.temperature.set(temperature);

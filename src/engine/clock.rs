@@ -1,5 +1,11 @@
 //! The engine's clock: `performance.now()` of the current global (window or worker),
 //! as µs since the run started.
+//!
+//! Every worker's `performance.now()` counts from its own start
+//! (`performance.timeOrigin`), so the same instant reads differently in two
+//! workers. A helper that stamps part of a run's streams finds the run's zero on
+//! its own timeline from the shared one ([`Clock::on_origin`]), so that all the
+//! run's records are on one clock.
 
 use wasm_bindgen::JsCast;
 use web_sys::Performance;
@@ -27,6 +33,21 @@ impl Clock {
             performance,
             origin_ms,
         }
+    }
+
+    /// A clock whose zero is the instant `origin_epoch_ms` on the shared timeline
+    /// (another worker's [`Clock::origin_epoch_ms`]).
+    pub fn on_origin(origin_epoch_ms: f64) -> Clock {
+        let performance = performance();
+        Clock {
+            origin_ms: origin_here(origin_epoch_ms, performance.time_origin()),
+            performance,
+        }
+    }
+
+    /// This clock's zero on the shared timeline, ms since the Unix epoch.
+    pub fn origin_epoch_ms(&self) -> f64 {
+        self.performance.time_origin() + self.origin_ms
     }
 
     pub fn now_ms(&self) -> f64 {
@@ -57,4 +78,10 @@ impl Clock {
         }
         smallest * 1e3
     }
+}
+
+/// Where the instant `origin_epoch_ms` of the shared timeline falls on the
+/// timeline of a global whose `performance.timeOrigin` is `time_origin_ms`.
+pub fn origin_here(origin_epoch_ms: f64, time_origin_ms: f64) -> f64 {
+    origin_epoch_ms - time_origin_ms
 }

@@ -6,7 +6,9 @@
 //! download, and the worker compiles nothing.
 //!
 //! [`listen`] reads `ToWorker`, runs the plan off the UI thread, and posts progress
-//! and the document as `FromWorker`.
+//! and the document as `FromWorker`. The same worker, started by another engine
+//! worker and told `Shard`, is a helper: it sends the requests it is given (see
+//! [`super::shards`]).
 
 use std::{cell::RefCell, rc::Rc};
 
@@ -15,6 +17,7 @@ use tokenmeter_core::said;
 use super::{
     cancel::CancelToken,
     conditions::Visibility,
+    helper::Helper,
     runner::{run, RunInput},
 };
 use crate::protocol::{FromWorker, ToWorker};
@@ -39,6 +42,8 @@ fn listen_here() {
         }
     });
     let current: Rc<RefCell<Option<CancelToken>>> = Rc::default();
+    // In a helper worker: the run it sends requests for.
+    let helper: Rc<RefCell<Option<Rc<Helper>>>> = Rc::default();
     let visibility: Rc<Visibility> = Rc::default();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new({
         let post = post.clone();
@@ -71,6 +76,18 @@ fn listen_here() {
                     wasm_bindgen_futures::spawn_local(run(input, cancel, post.clone()));
                 }
                 Ok(ToWorker::Visibility { hidden }) => visibility.set_hidden(hidden),
+                Ok(ToWorker::Shard(start)) => {
+                    let cancel = CancelToken::default();
+                    if let Some(previous) = current.borrow_mut().replace(cancel.clone()) {
+                        previous.cancel();
+                    }
+                    *helper.borrow_mut() = Some(Helper::start(*start, cancel, post.clone()));
+                }
+                Ok(ToWorker::Send(order)) => {
+                    if let Some(helper) = helper.borrow().as_ref() {
+                        helper.send(order);
+                    }
+                }
                 Ok(ToWorker::Cancel) => {
                     if let Some(cancel) = current.borrow().as_ref() {
                         cancel.cancel();

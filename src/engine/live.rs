@@ -189,6 +189,8 @@ impl Shared {
                 busy_ms: load.busy_us as f64 / 1e3,
                 n_chunks: load.n_chunks,
                 stalls: Some(load.stalls.count),
+                // The runner knows how many workers the level had.
+                workers: None,
             },
         )
     }
@@ -216,7 +218,10 @@ impl Shared {
                 let mut load = self.load.borrow_mut();
                 load[index].busy_us += cost.busy_us;
                 load[index].n_chunks += cost.n_chunks;
-                load[index].stalls.count(&record.token_times_us);
+                match &cost.stalls {
+                    Some(counted) => load[index].stalls.count.add(counted),
+                    None => load[index].stalls.count(&record.token_times_us),
+                }
                 drop(load);
                 self.level(index, |level| {
                     level.n_done += 1;

@@ -10,6 +10,8 @@
 //! - [`runner`]: a run from warm-up to the document;
 //! - [`schedule`]: how one level sends (closed-loop lanes, open-loop arrivals);
 //! - [`pace`]: sends let through one per task of the event loop;
+//! - [`shards`]: a level's streams spread over helper workers, and [`helper`]:
+//!   what a helper does;
 //! - [`live`]: the records and live figures while a run goes, progress ≤ 10/s;
 //! - [`conditions`]: what the engine observes about itself (hidden page, lag,
 //!   timer resolution);
@@ -18,6 +20,7 @@
 pub mod cancel;
 pub mod clock;
 pub mod conditions;
+pub mod helper;
 pub mod host;
 pub mod live;
 pub mod pace;
@@ -25,3 +28,4 @@ pub mod request;
 pub mod runner;
 pub mod schedule;
 pub mod server_metrics;
+pub mod shards;

@@ -16,7 +16,7 @@ use futures_util::future::{select, Either};
 use gloo_timers::callback::Timeout;
 use js_sys::Uint8Array;
 use tokenmeter_core::{
-    schema::{BrowserTiming, RequestRecord},
+    schema::{BrowserTiming, RequestRecord, StallCount},
     Bodies, RecordBuilder, RecordOptions, RequestStart, StreamEnd,
 };
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
@@ -119,6 +119,9 @@ pub struct SendCost {
     /// Time in the engine's own code: starting the request, handling each chunk.
     pub busy_us: u64,
     pub n_chunks: u64,
+    /// What a helper's loop stalls did to the record's token events, when a
+    /// helper sent it (see `shards`); the measuring worker counts its own.
+    pub stalls: Option<StallCount>,
 }
 
 /// Sends one request and reads it to the end (or the timeout, or Cancel).

@@ -24,15 +24,16 @@ use super::{
     live::Shared,
     request::{send, Target},
     schedule::{Conversing, Level},
+    shards::Shards,
 };
-use crate::protocol::FromWorker;
+use crate::protocol::{FromWorker, ShardStart};
 
 /// How often the page hears about progress: ten times a second at most.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// How often the engine checks its own event loop: a finer tick sees shorter
 /// stalls, and costs a wake-up each time.
-const LAG_TICK: Duration = Duration::from_millis(10);
+pub const LAG_TICK: Duration = Duration::from_millis(10);
 
 /// Everything a run needs.
 pub struct RunInput {
@@ -170,21 +171,31 @@ pub async fn run(input: RunInput, cancel: CancelToken, post: Rc<dyn Fn(FromWorke
             .as_deref()
             .filter(|_| plan.prompt_mode == PromptMode::File),
     });
+    // Helpers, started when a level wants them, are told the run as it is here.
+    let shards = Shards::new(
+        ShardStart {
+            origin_epoch_ms: clock.origin_epoch_ms(),
+            plan: Box::new(plan.clone()),
+            api_key: api_key.clone(),
+            target_keys: target_keys.clone(),
+            prompts: prompts.clone(),
+        },
+        environment.hardware_concurrency.unwrap_or(1),
+        plan.timeout_s * 1e3,
+        &cancel,
+    );
     let run = Measuring {
         plan: &plan,
         targets: &targets,
         shared: &shared,
+        shards: &shards,
         cancel: &cancel,
-        options: RecordOptions {
-            endpoint: plan.endpoint,
-            // A conversation goes on with the model's answers.
-            keep_text: conversing.is_some(),
-            ..RecordOptions::default()
-        },
+        options: record_options(&plan),
         conversing,
     };
     run.warm_up(schedule.warmup_concurrency()).await;
     let (conditions, engine_load) = run.levels(&mut schedule, &environment, &visibility).await;
+    shards.close();
 
     let status = if cancel.is_cancelled() {
         RunStatus::Cancelled
@@ -236,13 +247,35 @@ fn prepare(
     // The run's prompts come from the plan's seed, or from one of its own (kept in
     // the document's plan), so that no run resends an earlier run's prompts.
     let seed = *plan.seed.get_or_insert_with(fresh_seed);
-    let targets = (0..plan.n_targets())
+    let targets = targets(&plan, seed, api_key, target_keys, prompts);
+    Ok((plan, targets))
+}
+
+/// Where each of the plan's targets is sent, and how, with `seed`: the same in
+/// every worker that sends the run's requests.
+pub fn targets(
+    plan: &Plan,
+    seed: u64,
+    api_key: &Option<String>,
+    target_keys: &[Option<String>],
+    prompts: Option<&Arc<Prompts>>,
+) -> Vec<Target> {
+    (0..plan.n_targets())
         .map(|i| {
-            let key = target_key(&plan, api_key, target_keys, i);
+            let key = target_key(plan, api_key, target_keys, i);
             target(&plan.for_target(i), key, seed, prompts)
         })
-        .collect();
-    Ok((plan, targets))
+        .collect()
+}
+
+/// How every record of the run is read: a conversation keeps each answer's text,
+/// to go on with it.
+pub fn record_options(plan: &Plan) -> RecordOptions {
+    RecordOptions {
+        endpoint: plan.endpoint,
+        keep_text: plan.conversation.is_some(),
+        ..RecordOptions::default()
+    }
 }
 
 /// Progress for the page at a bounded rate, and the engine's own event loop
@@ -277,6 +310,7 @@ struct Measuring<'a> {
     plan: &'a Plan,
     targets: &'a [Target],
     shared: &'a Rc<Shared>,
+    shards: &'a Rc<Shards>,
     cancel: &'a CancelToken,
     options: RecordOptions,
     conversing: Option<Conversing<'a>>,
@@ -326,6 +360,15 @@ impl Measuring<'_> {
                 self.shared
                     .push_level(level.concurrency, level.n_planned, environment.engine());
             }
+            let lanes = match &level.sending {
+                Sending::ClosedLoop { .. } if level.target.is_none() => {
+                    level.concurrency * self.targets.len() as u32
+                }
+                Sending::ClosedLoop { .. } => level.concurrency,
+                Sending::OpenLoop { .. } => 0,
+            };
+            let n_wanted = self.plan.engine_workers_for(lanes, self.shards.cores);
+            let crew = self.shards.workers(n_wanted).await;
             self.shared.start_level(level.index);
             let sender = Level {
                 shared: self.shared,
@@ -336,6 +379,7 @@ impl Measuring<'_> {
                 options: self.options,
                 index: level.index,
                 conversing: self.conversing,
+                crew: crew.clone(),
             };
             match &level.sending {
                 Sending::ClosedLoop { limit, duration_ms } => {
@@ -346,7 +390,16 @@ impl Measuring<'_> {
                 }
                 Sending::OpenLoop { offsets_ms } => sender.open_loop(offsets_ms).await,
             }
-            let (started_ms, load) = self.shared.end_level(level.index);
+            let (started_ms, mut load) = self.shared.end_level(level.index);
+            load.workers = Some(crew.n_workers());
+            if let Some(lag) = self.shards.lag(level.index as u32) {
+                // The level's lag is its worst worker's.
+                if lag.max_ms > load.lag_max_ms {
+                    load.lag_max_ms = lag.max_ms;
+                    load.lag_max_at_ms = lag.max_at_ms - started_ms;
+                }
+                load.lag_p95_ms = load.lag_p95_ms.max(lag.p95_ms);
+            }
             let hidden_ms = visibility.hidden_ms(
                 clock.origin_ms() + started_ms,
                 clock.origin_ms() + started_ms + load.wall_ms,

@@ -13,14 +13,15 @@ use futures_util::{
 };
 use serde_json::Value;
 use tokenmeter_core::{
-    schema::{Conversation, Plan, Turn},
+    schema::{Conversation, Plan, RequestRecord, Turn},
     Prompts, RecordOptions, RequestStart,
 };
 
 use super::{
     cancel::CancelToken,
     live::Shared,
-    request::{send, send_turn, Target},
+    request::{send, send_turn, SendCost, Target},
+    shards::{by_helper, Crew},
 };
 
 /// What a level of conversations needs beside its targets: each target's plan
@@ -50,9 +51,47 @@ pub struct Level<'a> {
     pub index: usize,
     /// A plan of conversations: each lane holds one at a time.
     pub conversing: Option<Conversing<'a>>,
+    /// The workers that send the level's requests, lanes spread over them.
+    pub crew: Crew,
 }
 
 impl Level<'_> {
+    /// Sends `start` (to `target`, with `body` when the lane made it) from the
+    /// worker of lane `lane`: lanes go to the workers in turn (each A/B target's
+    /// lanes spread alike), worker 0 being this one.
+    async fn send(
+        &self,
+        lane: u32,
+        target: usize,
+        start: RequestStart,
+        body: Option<&str>,
+    ) -> (RequestRecord, SendCost) {
+        let n_targets = if self.interleave {
+            self.targets.len() as u32
+        } else {
+            1
+        };
+        let shard = (lane / n_targets) % self.crew.n_workers();
+        let clock = &self.shared.clock;
+        let (targets, cancel, options) = (self.targets, self.cancel, self.options);
+        if let Some(done) = by_helper(
+            &self.crew, shard, self.index, target, start, body, clock, options,
+        )
+        .await
+        {
+            return done;
+        }
+        // Stamped again: a helper gone may have taken a moment to say so.
+        let start = RequestStart {
+            sent_us: clock.now_us(),
+            ..start
+        };
+        match body {
+            Some(body) => send_turn(&targets[target], start, body, clock, cancel, options).await,
+            None => send(&targets[target], start, clock, cancel, options).await,
+        }
+    }
+
     /// `concurrency` lanes (per target, when interleaved), each sending its next
     /// request when its previous one ended, until `limit` requests were sent (an
     /// equal share per target, when interleaved) or `duration_ms` passed. Returns
@@ -105,14 +144,7 @@ impl Level<'_> {
                     wanted_us: now,
                     sent_us: now,
                 };
-                let (mut record, cost) = send(
-                    &self.targets[target],
-                    start,
-                    clock,
-                    self.cancel,
-                    self.options,
-                )
-                .await;
+                let (mut record, cost) = self.send(lane, target, start, None).await;
                 record.target = target as u32;
                 self.shared.record_done(Some(self.index), record, cost);
             }
@@ -198,15 +230,7 @@ impl Level<'_> {
                         wanted_us: now,
                         sent_us: now,
                     };
-                    let (mut record, cost) = send_turn(
-                        &self.targets[target],
-                        start,
-                        &body,
-                        clock,
-                        self.cancel,
-                        self.options,
-                    )
-                    .await;
+                    let (mut record, cost) = self.send(lane, target, start, Some(&body)).await;
                     record.target = target as u32;
                     record.turn = Some(Turn {
                         session,
@@ -261,15 +285,41 @@ impl Level<'_> {
                 sent_us: clock.now_us(),
             };
             self.shared.level(self.index, |l| l.n_in_flight += 1);
+            // Arrivals go to the workers in turn.
+            let shard = n_spawned as u32 % self.crew.n_workers();
             n_spawned += 1;
             let shared = self.shared.clone();
             let target = self.targets[self.target].clone();
+            let target_index = self.target;
+            let crew = self.crew.clone();
             let cancel = self.cancel.clone();
             let options = self.options;
             let index = self.index;
             let done_tx = done_tx.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                let (record, cost) = send(&target, start, &shared.clock, &cancel, options).await;
+                let clock = &shared.clock;
+                let by_helper = by_helper(
+                    &crew,
+                    shard,
+                    index,
+                    target_index,
+                    start,
+                    None,
+                    clock,
+                    options,
+                )
+                .await;
+                let (mut record, cost) = match by_helper {
+                    Some(done) => done,
+                    None => {
+                        let start = RequestStart {
+                            sent_us: clock.now_us(),
+                            ..start
+                        };
+                        send(&target, start, clock, &cancel, options).await
+                    }
+                };
+                record.target = target_index as u32;
                 shared.record_done(Some(index), record, cost);
                 let _ = done_tx.unbounded_send(());
             });

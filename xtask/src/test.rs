@@ -136,27 +136,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .filter(|p| p.to_string_lossy().ends_with(".spec.mjs"))
             .collect();
         specs.sort();
-        fs::create_dir_all(root.join(SCREENSHOTS))?;
-        exec(
-            Command::new("node")
-                .current_dir(&root)
-                .arg("--test")
-                .args(&specs)
-                .env("TOKENMETER_DIST", root.join(E2E_DIST))
-                .env("TOKENMETER_CHROMIUM", &chromium)
-                .env("TOKENMETER_SCREENSHOTS", root.join(SCREENSHOTS))
-                .env("TOKENMETER_SIM_URL", &sim_url)
-                .env(
-                    "TOKENMETER_SIM_BIN",
-                    root.join("target/debug/tokenmeter-sim"),
-                )
-                .envs(env.hosts.iter().flat_map(|h| {
-                    [
-                        ("TOKENMETER_NGINX", h.nginx.clone()),
-                        ("TOKENMETER_CADDY", h.caddy.clone()),
-                    ]
-                })),
-        )
+        run_specs(&env, &root, &specs, &chromium, &sim_url)
     })?;
     step(
         "core behaviours in Chromium, Firefox ESR and WebKitGTK (WebDriver)",
@@ -214,6 +194,83 @@ pub fn run(args: &[String]) -> Result<()> {
         human_secs(started.elapsed().as_secs_f64())
     );
     Ok(())
+}
+
+/// `cargo xtask specs NAME...`: the page built for the specs, and the named ones
+/// (`run` for `e2e/specs/run.spec.mjs`) run against it; every one without names.
+/// The edit-and-check loop of one spec, without the layers before it.
+pub fn specs(args: &[String]) -> Result<()> {
+    let env = setup::ensure(Needs {
+        browser: true,
+        node: true,
+        engines: false,
+        locust: false,
+        hosts: true,
+    })?;
+    let root = project_root();
+    let chromium = env.chromium.clone().expect("browser needs were set up");
+    let mut specs: Vec<_> = fs::read_dir(root.join("e2e/specs"))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.strip_suffix(".spec.mjs")
+                .is_some_and(|n| args.is_empty() || args.iter().any(|a| a == n))
+        })
+        .collect();
+    specs.sort();
+    if specs.len() < args.len() {
+        return Err(format!("no spec for some of {args:?} in e2e/specs").into());
+    }
+    step("build the simulator", || {
+        exec(Command::new("cargo").current_dir(&root).args([
+            "build",
+            "--locked",
+            "-p",
+            "tokenmeter-sim",
+        ]))
+    })?;
+    let sim = step("start the simulator on loopback", || {
+        Simulator::start(free_port()?, &[])
+    })?;
+    let sim_url = format!("http://127.0.0.1:{}/v1", sim.port);
+    step("trunk build for the end-to-end specs, split", || {
+        build_e2e_dist(&env, &root)
+    })?;
+    step("the named specs (Playwright in headless Chromium)", || {
+        run_specs(&env, &root, &specs, &chromium, &sim_url)
+    })
+}
+
+/// Runs `specs` with node's test runner against the built page.
+fn run_specs(
+    env: &setup::Env,
+    root: &std::path::Path,
+    specs: &[std::path::PathBuf],
+    chromium: &std::path::Path,
+    sim_url: &str,
+) -> Result<()> {
+    fs::create_dir_all(root.join(SCREENSHOTS))?;
+    exec(
+        Command::new("node")
+            .current_dir(root)
+            .arg("--test")
+            .args(specs)
+            .env("TOKENMETER_DIST", root.join(E2E_DIST))
+            .env("TOKENMETER_CHROMIUM", chromium)
+            .env("TOKENMETER_SCREENSHOTS", root.join(SCREENSHOTS))
+            .env("TOKENMETER_SIM_URL", sim_url)
+            .env(
+                "TOKENMETER_SIM_BIN",
+                root.join("target/debug/tokenmeter-sim"),
+            )
+            .envs(env.hosts.iter().flat_map(|h| {
+                [
+                    ("TOKENMETER_NGINX", h.nginx.clone()),
+                    ("TOKENMETER_CADDY", h.caddy.clone()),
+                ]
+            })),
+    )
 }
 
 /// The page for the end-to-end specs (and the benchmarks' smoke runs): a debug

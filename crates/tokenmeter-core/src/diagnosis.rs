@@ -527,6 +527,7 @@ pub fn diagnose(document: &RunDocument) -> Vec<Finding> {
                 | ErrorKind::BadRequest
                 | ErrorKind::Network
                 | ErrorKind::Cancelled
+                | ErrorKind::EngineStopped
         )
     };
     if let Some(i) = clean.iter().position(|(_, s)| failed(s, capacity) > 0) {

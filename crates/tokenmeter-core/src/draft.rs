@@ -16,8 +16,8 @@ use crate::{
     plan::{
         is_secret_header, metrics_url_problem, no_prompt_file, normalize_base_url, parse_levels,
         secret_header_problem, AbOrder, AuthStyle, Conversation, Lengths, LoadMode, Plan,
-        PromptMode, PromptSpec, TargetSpec, MAX_PREFIX_GROUPS, MAX_PROMPT_TOKENS, MAX_REPEAT,
-        UNIQUE_HEADER_TOKENS,
+        PromptMode, PromptSpec, TargetSpec, MAX_ENGINE_WORKERS, MAX_PREFIX_GROUPS,
+        MAX_PROMPT_TOKENS, MAX_REPEAT, UNIQUE_HEADER_TOKENS,
     },
     prompts::{Order, PromptFile},
     said,
@@ -76,6 +76,8 @@ pub struct PlanDraft {
     pub requests_per_level: String,
     /// Warm-up requests, as typed.
     pub warmup: String,
+    /// Engine workers, as typed (0: as each level needs).
+    pub engine_workers: String,
     /// Which streaming API.
     pub endpoint: EndpointKind,
     /// How the key is sent.
@@ -237,6 +239,7 @@ pub enum DraftField {
     Levels,
     RequestsPerLevel,
     Warmup,
+    EngineWorkers,
     Temperature,
     ExtraHeaders,
     ExtraBody,
@@ -307,6 +310,7 @@ impl Default for PlanDraft {
             levels: String::new(),
             requests_per_level: String::new(),
             warmup: String::new(),
+            engine_workers: "0".into(),
             endpoint: EndpointKind::Chat,
             auth: AuthStyle::Bearer,
             temperature: String::new(),
@@ -370,6 +374,7 @@ impl PlanDraft {
         self.max_tokens = plan.max_tokens.to_string();
         self.timeout_s = plan.timeout_s.to_string();
         self.warmup = plan.warmup_requests.to_string();
+        self.engine_workers = plan.engine_workers.to_string();
         self.endpoint = plan.endpoint;
         self.auth = plan.auth;
         self.temperature = optional(plan.temperature);
@@ -585,6 +590,16 @@ impl PlanDraft {
                 said!(
                     "warm-up requests must be a whole number (0 for none)",
                     "预热请求数必须是整数（0 表示不预热）"
+                ),
+            )),
+        }
+        match whole(&self.engine_workers) {
+            Some(n) if n <= MAX_ENGINE_WORKERS => plan.engine_workers = n,
+            _ => problems.push(PlanProblem::at(
+                F::EngineWorkers,
+                said!(
+                    "engine workers must be a whole number from 0 (as each level needs) to {MAX_ENGINE_WORKERS}",
+                    "测量引擎 worker 数必须是 0（每档按需）到 {MAX_ENGINE_WORKERS} 的整数"
                 ),
             )),
         }
@@ -1092,6 +1107,7 @@ mod tests {
         draft.max_tokens = "0".into();
         draft.timeout_s = "soon".into();
         draft.warmup = "-1".into();
+        draft.engine_workers = "9".into();
         draft.temperature = "3".into();
         draft.extra_headers = "X-Ok: 1\nAuthorization: Bearer sk-x\nbroken".into();
         draft.extra_body = "[1]".into();
@@ -1109,6 +1125,7 @@ mod tests {
             F::MaxTokens,
             F::Timeout,
             F::Warmup,
+            F::EngineWorkers,
             F::Temperature,
             F::ExtraHeaders,
             F::ExtraBody,

@@ -144,11 +144,14 @@ pub enum ErrorKind {
     ResponseTooLarge,
     /// The user cancelled the run while the request was in flight (not the server's fault).
     Cancelled,
+    /// The engine worker that sent the request stopped before it ended: the tool
+    /// lost the measurement (not the server's fault).
+    EngineStopped,
 }
 
 impl ErrorKind {
     /// Every kind, in the order the page lists them.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Auth,
         ErrorKind::NotFound,
         ErrorKind::RateLimited,
@@ -165,6 +168,7 @@ impl ErrorKind {
         ErrorKind::EventTooLarge,
         ErrorKind::ResponseTooLarge,
         ErrorKind::Cancelled,
+        ErrorKind::EngineStopped,
     ];
 
     /// The stable name, as in the run document and `data-kind` attributes.
@@ -186,6 +190,7 @@ impl ErrorKind {
             ErrorKind::EventTooLarge => "event_too_large",
             ErrorKind::ResponseTooLarge => "response_too_large",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::EngineStopped => "engine_stopped",
         }
     }
 
@@ -220,6 +225,10 @@ impl ErrorKind {
             ErrorKind::EventTooLarge => ("Event too large", "事件过大"),
             ErrorKind::ResponseTooLarge => ("Response too long", "响应过长"),
             ErrorKind::Cancelled => ("Cancelled by you", "已被你取消"),
+            ErrorKind::EngineStopped => (
+                "Measurement lost (engine stopped)",
+                "测量丢失（引擎已停止）",
+            ),
         };
         match lang {
             Lang::En => en,
@@ -293,6 +302,10 @@ impl ErrorKind {
             ErrorKind::Cancelled => (
                 "You cancelled the run; everything measured before that is kept.",
                 "你取消了这次运行；取消前测得的数据都保留了。",
+            ),
+            ErrorKind::EngineStopped => (
+                "One of the page's engine workers stopped (the browser ended it, or it ran out of memory) while this request was in flight, so its answer was not measured; the server is not to blame. Run again, with fewer engine workers if it recurs.",
+                "页面的某个测量引擎 worker 在这个请求进行中停止了（被浏览器结束，或内存不足），它的响应没有被测到；这不是服务端的问题。请重新运行；如果反复出现，减少测量引擎 worker 的数量。",
             ),
         };
         match lang {

@@ -132,11 +132,21 @@ impl StallLog {
 
     /// Counts the token events of a finished request, `times_us` ascending.
     pub fn count(&mut self, times_us: &[u64]) {
-        let count = &mut self.count;
-        count.n_requests += 1;
-        count.n_events += times_us.len() as u64;
+        let one = self.count_one(times_us);
+        self.count.add(&one);
+    }
+
+    /// What the stalls held of one finished request's token events, `times_us`
+    /// ascending (a helper worker counts its own requests against its own loop's
+    /// stalls, and the run adds them up).
+    pub fn count_one(&self, times_us: &[u64]) -> StallCount {
+        let mut count = StallCount {
+            n_requests: 1,
+            n_events: times_us.len() as u64,
+            ..StallCount::default()
+        };
         let (Some(&first), Some(&last)) = (times_us.first(), times_us.last()) else {
-            return;
+            return count;
         };
         let from = self.stalls.partition_point(|&(_, woke)| woke < first);
         for &(due, woke) in self.stalls[from..]
@@ -151,6 +161,18 @@ impl StallLog {
                 count.late_max_ms = count.late_max_ms.max((woke - due) as f64 / 1e3);
             }
         }
+        count
+    }
+}
+
+impl StallCount {
+    /// Adds `other`'s requests and events to these.
+    pub fn add(&mut self, other: &StallCount) {
+        self.n_events += other.n_events;
+        self.n_late += other.n_late;
+        self.n_requests += other.n_requests;
+        self.n_late_first += other.n_late_first;
+        self.late_max_ms = self.late_max_ms.max(other.late_max_ms);
     }
 }
 
@@ -189,6 +211,32 @@ mod tests {
                 n_late_first: 1,
                 late_max_ms: 60.0,
             }
+        );
+    }
+
+    #[test]
+    fn records_counted_apart_add_up_to_records_counted_together() {
+        // Two workers, each with its own stalls, count their own records; the
+        // run adds them: the same as one log that held both workers' stalls.
+        let records: [&[u64]; 3] = [&[90_000, 100_000, 130_000], &[200_000, 240_000], &[]];
+        let mut a = StallLog::default();
+        a.add(95_000, 135_000);
+        let mut b = StallLog::default();
+        b.add(210_000, 250_000);
+        let mut both = StallLog::default();
+        both.add(95_000, 135_000);
+        both.add(210_000, 250_000);
+        let mut added = StallCount::default();
+        added.add(&a.count_one(records[0]));
+        added.add(&b.count_one(records[1]));
+        added.add(&b.count_one(records[2]));
+        for times in records {
+            both.count(times);
+        }
+        assert_eq!(added, both.count);
+        assert_eq!(
+            (added.n_late, added.n_requests, added.late_max_ms),
+            (3, 3, 40.0)
         );
     }
 

@@ -116,7 +116,7 @@ pub use crate::{
     draft::{LengthDist, LengthsDraft, LoadKind, PlanDraft, TargetDraft},
     plan::{
         import_config, is_mixed_content, normalize_base_url, origin, parse_levels, unique_header,
-        Bodies, Imported, MAX_TARGETS,
+        Bodies, Imported, MAX_ENGINE_WORKERS, MAX_TARGETS,
     },
     provider::{matching as matching_provider, provider, Provider, PROVIDERS},
 };

@@ -48,6 +48,14 @@ pub(crate) const MAX_WARMUP_REQUESTS: u32 = 100;
 pub const MAX_TARGETS: usize = 4;
 /// The most passes of a repeated ladder.
 pub(crate) const MAX_REPEAT: u32 = 20;
+/// The most engine workers one run spreads a level over (a tab's share of a
+/// large machine; each worker holds a copy of the module's memory).
+pub const MAX_ENGINE_WORKERS: u32 = 8;
+/// Streams one engine worker takes before a level is spread over another, when
+/// the plan leaves the count to the run: on a 2-core machine one worker stamped
+/// every event of 16 streams on time, and at 64 its loop stalled up to 58 ms
+/// (`cargo xtask bench load`, 2026-12-06).
+pub(crate) const STREAMS_PER_ENGINE_WORKER: u32 = 32;
 /// The highest concurrency an SLO search may reach.
 pub(crate) const MAX_SEARCH_CONCURRENCY: u32 = 4_096;
 
@@ -712,6 +720,10 @@ pub struct Plan {
     /// for connection set-up and the CORS preflight.
     #[serde(default)]
     pub warmup_requests: u32,
+    /// How many engine workers a level's streams are spread over; 0 leaves it to
+    /// the run, level by level (see [`Plan::engine_workers_for`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub engine_workers: u32,
     /// Per-request timeout, seconds.
     pub timeout_s: f64,
     /// Multi-turn conversations instead of single requests (see [`Conversation`]).
@@ -797,6 +809,22 @@ impl Default for AnalysisParams {
 }
 
 impl Plan {
+    /// The engine workers a level of `lanes` streams at once is spread over, in
+    /// a browser that reports `cores`: the plan's count, or one per
+    /// [`STREAMS_PER_ENGINE_WORKER`] streams up to one per core; never more than
+    /// the streams, at least one, at most [`MAX_ENGINE_WORKERS`]. Open-loop
+    /// arrivals (`lanes` 0: how many overlap is the server's doing) take the
+    /// plan's count, or one.
+    pub fn engine_workers_for(&self, lanes: u32, cores: u32) -> u32 {
+        let wanted = match (self.engine_workers, lanes) {
+            (0, 0) => 1,
+            (0, lanes) => lanes.div_ceil(STREAMS_PER_ENGINE_WORKER).min(cores),
+            (chosen, 0) => chosen,
+            (chosen, lanes) => chosen.min(lanes),
+        };
+        wanted.clamp(1, MAX_ENGINE_WORKERS)
+    }
+
     /// Targets measured: A (this plan) and one per [`Plan::targets`].
     pub fn n_targets(&self) -> usize {
         1 + self.targets.len()
@@ -861,6 +889,7 @@ impl Plan {
             targets: Vec::new(),
             ab_order: AbOrder::Levels,
             warmup_requests: 1,
+            engine_workers: 0,
             timeout_s: 60.0,
             conversation: None,
             poll_metrics: true,
@@ -1254,6 +1283,12 @@ impl Plan {
                     "共享前缀的分组数为 1 到 {MAX_PREFIX_GROUPS}",
                 ));
             }
+        }
+        if self.engine_workers > MAX_ENGINE_WORKERS {
+            problems.push(said!(
+                "engine workers can be at most {MAX_ENGINE_WORKERS} (0: as many as each level needs)",
+                "测量引擎 worker 最多 {MAX_ENGINE_WORKERS} 个（0：每档按需）",
+            ));
         }
         if self.warmup_requests > MAX_WARMUP_REQUESTS {
             problems.push(said!(
@@ -1768,6 +1803,7 @@ pub fn import_config(json: &str) -> Result<Imported, Said> {
         targets: Vec::new(),
         ab_order: AbOrder::Levels,
         warmup_requests: 0,
+        engine_workers: 0,
         timeout_s: config.timeout,
         conversation: None,
         poll_metrics: true,
@@ -2222,6 +2258,37 @@ mod tests {
             .unwrap_err()
             .iter()
             .any(|p| p.contains("warm-up requests can be at most")));
+    }
+
+    #[test]
+    fn engine_workers_follow_the_streams_the_cores_and_the_users_choice() {
+        let mut plan = Plan::default_for_simulator("http://127.0.0.1:8787/v1");
+        // Left to the run: one per 32 streams, up to one per core.
+        assert_eq!(plan.engine_workers_for(1, 8), 1);
+        assert_eq!(plan.engine_workers_for(32, 8), 1);
+        assert_eq!(plan.engine_workers_for(33, 8), 2);
+        assert_eq!(plan.engine_workers_for(256, 8), 8);
+        assert_eq!(plan.engine_workers_for(256, 2), 2);
+        assert_eq!(plan.engine_workers_for(4096, 64), MAX_ENGINE_WORKERS);
+        // A browser that reports no cores still measures.
+        assert_eq!(plan.engine_workers_for(256, 0), 1);
+        // Open-loop arrivals: one, unless chosen.
+        assert_eq!(plan.engine_workers_for(0, 8), 1);
+        // Chosen: as chosen, never more than the streams.
+        plan.engine_workers = 2;
+        assert_eq!(plan.engine_workers_for(1, 8), 1);
+        assert_eq!(plan.engine_workers_for(16, 1), 2);
+        assert_eq!(plan.engine_workers_for(0, 1), 2);
+        plan.engine_workers = MAX_ENGINE_WORKERS + 1;
+        assert!(plan
+            .validate()
+            .unwrap_err()
+            .iter()
+            .any(|p| p.contains("engine workers can be at most")));
+        // Left out of a plan's JSON when left to the run, so older readers agree.
+        let json =
+            serde_json::to_value(Plan::default_for_simulator("http://127.0.0.1:8787/v1")).unwrap();
+        assert!(json.get("engine_workers").is_none());
     }
 
     #[test]

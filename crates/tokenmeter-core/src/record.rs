@@ -75,6 +75,9 @@ pub struct RequestStart {
     pub sent_us: u64,
 }
 
+/// The detail of a request whose engine worker stopped.
+const STOPPED: &str = "the engine worker that sent this request stopped before it ended";
+
 /// How the response body ended, as the caller saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
@@ -84,6 +87,9 @@ pub enum StreamEnd {
     TimedOut,
     /// The user cancelled the run.
     Cancelled,
+    /// The engine worker that sent the request stopped before it ended (said by
+    /// the worker that asked it to send).
+    EngineStopped,
     /// The request or the body read failed (in a browser, a `TypeError` from `fetch`).
     NetworkError {
         /// What the browser said.
@@ -727,6 +733,9 @@ impl RecordBuilder {
         match end {
             StreamEnd::Cancelled => {
                 return Some(error(ErrorKind::Cancelled, "cancelled by the user".into()))
+            }
+            StreamEnd::EngineStopped => {
+                return Some(error(ErrorKind::EngineStopped, STOPPED.into()))
             }
             StreamEnd::TimedOut if self.headers_us.is_none() => {
                 return Some(error(

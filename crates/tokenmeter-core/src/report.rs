@@ -126,6 +126,11 @@ pub struct EngineLoad {
     /// [`crate::lag::StallLog`]; absent in documents from before they were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalls: Option<StallCount>,
+    /// How many engine workers sent the level's requests, each stamping its own
+    /// streams on the run's one clock (absent in documents from before the engine
+    /// could spread a level: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
 }
 
 impl Environment {

@@ -1,0 +1,150 @@
+// A level spread over engine workers: the measuring worker starts helpers, each
+// sends and stamps its share of the streams on the run's one clock. A run on two
+// workers agrees with the simulator's truth as a run on one does, every request
+// once, on one clock; Cancel reaches every worker; a helper that stops mid-run
+// loses only what it had in flight, said as the tool's loss, and the run goes on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { useSuite } from '../lib/suite.mjs';
+import { AppPage } from '../pages/app.mjs';
+
+const suite = useSuite([]);
+
+/** A page with the advanced settings open, the plan filled in. */
+async function planned(fields) {
+  const page = await suite.browser.newPage({ acceptDownloads: true });
+  const app = new AppPage(page);
+  const workers = [];
+  page.on('worker', (w) => workers.push(w));
+  await app.open(suite.site.url);
+  await app.byTestId('advanced').locator('summary').click();
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, warmup: 1, ...fields });
+  return { page, app, workers };
+}
+
+/** Every measured record of `doc` against the simulator's truth: token counts
+ * exact, TTFT within the tolerance run.spec allows (where the browser's queue is
+ * not in it: at most six streams over HTTP/1.1); the run's ids each once. */
+async function agreesWithTruth(doc, nMeasured, { ttft = true } = {}) {
+  const truth = await suite.sim.truth();
+  const byId = new Map(truth.requests.map((t) => [t.response_id, t]));
+  const measured = doc.records.filter((r) => !r.warmup);
+  assert.equal(measured.length, nMeasured);
+  const ids = doc.records.map((r) => r.id);
+  assert.equal(new Set(ids).size, ids.length, 'each request once');
+  assert.deepEqual([...ids].sort((a, b) => a - b), ids.map((_, i) => i), 'ids in send order, none missing');
+  const ttftErrorsMs = [];
+  for (const r of measured) {
+    const t = byId.get(r.response_id);
+    assert.ok(t, `the simulator knows ${r.response_id}`);
+    assert.equal(r.n_out, t.tokens.length);
+    assert.equal(r.n_token_events, t.n_token_events);
+    const ttftMs = (r.first_token_us - r.sent_us) / 1e3;
+    const truthMs = (t.tokens[0].written_us - t.accepted_us) / 1e3;
+    ttftErrorsMs.push(Math.abs(ttftMs - truthMs));
+    // One clock: a helper's send comes after the measuring worker asked for it,
+    // by the message's way (a helper's own zero, uncorrected, would put it
+    // hundreds of milliseconds before).
+    assert.ok(r.sent_us >= r.wanted_us, `request ${r.id} sent before it was wanted`);
+    assert.ok(r.sent_us - r.wanted_us < 100_000, `request ${r.id} waited ${r.sent_us - r.wanted_us} µs`);
+  }
+  if (ttft) assert.ok(Math.max(...ttftErrorsMs) < 60, `TTFT off by up to ${Math.max(...ttftErrorsMs)} ms`);
+}
+
+test('two workers agree with the truth as one does, each request once, on one clock', async () => {
+  for (const n of [1, 2]) {
+    const { page, app, workers } = await planned({ levels: '6', 'requests-per-level': 24, 'max-tokens': 12, 'engine-workers': n });
+    await app.run();
+    await app.waitForStatus('done');
+    const doc = await app.exportJson();
+    assert.equal(doc.plan.engine_workers, n);
+    assert.deepEqual(doc.environment.engine_load.map((l) => l.workers), [n]);
+    assert.equal(workers.length, n, 'the measuring worker, and a helper per extra worker');
+    await agreesWithTruth(doc, 24);
+    assert.equal(doc.environment.engine_load[0].stalls.n_requests, 24, 'every worker counted its stalls');
+    assert.deepEqual(app.consoleErrors, []);
+    await page.close();
+  }
+});
+
+test('left to the run, a level takes one worker per 32 streams, up to the cores', async () => {
+  const { page, app } = await planned({ levels: '1,33', 'requests-per-level': 33, 'max-tokens': 4, 'engine-workers': 0 });
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  await app.run();
+  await app.waitForStatus('done');
+  const doc = await app.exportJson();
+  assert.equal(doc.plan.engine_workers, undefined, 'left to the run: not written');
+  assert.deepEqual(
+    doc.environment.engine_load.map((l) => l.workers),
+    [1, Math.min(2, cores)],
+  );
+  // 33 streams over HTTP/1.1: the browser queues all but six, so TTFT is not
+  // the server's alone (run.spec measures that queue).
+  await agreesWithTruth(doc, 66, { ttft: false });
+  await page.close();
+});
+
+test('Cancel reaches every worker: their requests end cancelled, and the run is kept', async () => {
+  const { page, app, workers } = await planned({
+    levels: '6',
+    'requests-per-level': 200,
+    'max-tokens': 400,
+    'engine-workers': 2,
+    warmup: 0,
+  });
+  await app.run();
+  await page.waitForFunction(() => document.querySelector('[data-testid="status"]')?.textContent.trim() === 'running');
+  // Both workers have streams in flight.
+  await new Promise((r) => setTimeout(r, 1500));
+  await app.cancel();
+  await app.waitForStatus('cancelled', 30_000);
+  assert.equal(workers.length, 2);
+  const doc = await app.exportJson();
+  assert.equal(doc.status, 'cancelled');
+  const cancelled = doc.records.filter((r) => r.error?.kind === 'cancelled');
+  // Six streams were in flight, on both workers: all six end cancelled, at once.
+  assert.equal(cancelled.length, 6, JSON.stringify(doc.records.map((r) => r.error?.kind)));
+  const ends = cancelled.map((r) => r.end_us);
+  assert.ok(Math.max(...ends) - Math.min(...ends) < 1_000_000, 'every worker stopped at Cancel');
+  assert.ok(doc.records.every((r) => r.error?.kind !== 'engine_stopped'));
+  await page.close();
+});
+
+test('a helper that stops mid-run loses what it had in flight, said as the tool’s loss; the run goes on', async () => {
+  // The lost requests are noticed at their timeout and a grace: keep it short.
+  const { page, app, workers } = await planned({
+    levels: '1,4',
+    'requests-per-level': 8,
+    'max-tokens': 30,
+    'engine-workers': 2,
+    timeout: 2,
+  });
+  await app.run();
+  // Level 1 has one stream, so one worker; level 4 starts the helper.
+  const deadline = Date.now() + 40_000;
+  while (workers.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(workers.length, 2, 'a helper started');
+  // Its streams under way, the helper ends itself, silently (as a worker the
+  // browser stops does): no error reaches the measuring worker.
+  await new Promise((r) => setTimeout(r, 300));
+  await workers[1].evaluate(() => setTimeout(() => self.close(), 0));
+  await app.waitForStatus('done', 60_000);
+  const doc = await app.exportJson();
+  assert.deepEqual(doc.environment.engine_load.map((l) => l.workers), [1, 2]);
+  const measured = doc.records.filter((r) => !r.warmup);
+  assert.equal(measured.length, 16, 'every planned request has its record');
+  const lost = measured.filter((r) => r.error?.kind === 'engine_stopped');
+  // The helper held two lanes of four, one request each in flight.
+  assert.equal(lost.length, 2, JSON.stringify(measured.map((r) => r.error?.kind)));
+  assert.ok(lost.every((r) => r.concurrency === 4));
+  assert.equal(measured.filter((r) => r.error && r.error.kind !== 'engine_stopped').length, 0);
+  // The errors panel says it is the tool's loss, not the server's failure.
+  const groups = await app.errorGroups();
+  const group = groups.find((g) => g.kind === 'engine_stopped');
+  assert.ok(group, JSON.stringify(groups));
+  assert.match(group.hint, /server is not to blame/);
+  // Nor does the diagnosis blame the server's capacity, though level 1 was clean
+  // and level 4 had failures.
+  assert.equal(await page.locator('[data-testid="diagnosis-item"][data-cause="capacity_errors"]').count(), 0);
+  await page.close();
+});
