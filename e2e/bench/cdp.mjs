@@ -102,6 +102,8 @@ async function connect(wsUrl) {
         : Promise.resolve();
       profiling
         .then(() => page.send('Runtime.evaluate', { expression: COUNT_WASM_MEMORY }, sessionId))
+        // The engine's helper workers are this worker's own: they wait for us too.
+        .then(() => page.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, sessionId))
         .finally(() => page.send('Runtime.runIfWaitingForDebugger', {}, sessionId))
         .catch(() => {});
     } else if (message.method === 'Target.detachedFromTarget') {

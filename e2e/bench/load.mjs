@@ -1,6 +1,7 @@
 // `cargo xtask bench load`: is the tool ever the bottleneck? Levels of 1 to 256
 // streams over HTTP/2 and 1 to 6 over HTTP/1.1, several waves each, measured by
-// tokenmeter's page and, in the same session against the same simulator, by a
+// tokenmeter's page (a row per number of engine workers the level is spread
+// over) and, in the same session against the same simulator, by a
 // minimal baseline page (fetch + ReadableStream on the page thread, no framework:
 // what the browser itself allows on this machine; its TTFT after send comes from
 // Resource Timing too, so both pages' share of the browser's delivery is printed
@@ -24,10 +25,15 @@ const MAX_TOKENS = Number(process.env.TOKENMETER_BENCH_TOKENS ?? (SMOKE ? 8 : 10
 const WAVES = Number(process.env.TOKENMETER_BENCH_WAVES ?? (SMOKE ? 1 : 4));
 const H2_LEVELS = (process.env.TOKENMETER_BENCH_H2 ?? (SMOKE ? '2' : '1,16,64,128,256')).split(',').filter(Boolean).map(Number);
 const H1_LEVELS = (process.env.TOKENMETER_BENCH_H1 ?? (SMOKE ? '1' : '1,2,4,6')).split(',').filter(Boolean).map(Number);
+// The engine workers each level is measured with (the plan's `engine_workers`;
+// never more than the level's streams).
+const WORKERS = (process.env.TOKENMETER_BENCH_WORKERS ?? '1,2').split(',').filter(Boolean).map(Number);
 
-// `TOKENMETER_BENCH_PROFILE=1`: the engine worker's CPU sampled every 100 µs, and
-// under each level's row what ran in its stalls (stretches of 20 ms or more with
-// no idle sample), by self time. For finding what holds the stamps back.
+// `TOKENMETER_BENCH_PROFILE=1`: the measuring engine worker's CPU sampled every
+// 100 µs, and under each level's row what ran in its stalls (stretches of 20 ms or
+// more with no idle sample), by self time. For finding what holds the stamps back.
+// (Helper workers end with the run, before their profiles can be read; their
+// stalls are in the row's `late` and `lag` columns, from the run document.)
 const PROFILE = process.env.TOKENMETER_BENCH_PROFILE === '1';
 const STALL_MS = 20;
 
@@ -84,7 +90,7 @@ async function truthOf(sim) {
 }
 
 /** One level in tokenmeter's page: its own run, warm-up included. */
-async function tokenmeterLevel(browser, site, sim, concurrency) {
+async function tokenmeterLevel(browser, site, sim, concurrency, workers) {
   const page = await browser.newPage(site.url);
   await page.waitFor(`!!document.querySelector('[data-testid="run"]')`, 30_000);
   if (PROFILE) await page.watchWorkers({ profileEveryUs: 100 });
@@ -94,6 +100,7 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
     'requests-per-level': String(Math.max(8, WAVES * concurrency)),
     'max-tokens': String(MAX_TOKENS),
     warmup: '2',
+    'engine-workers': String(workers),
   };
   await page.startRun(fields);
   await page.waitFor(`document.querySelector('[data-testid="status"]')?.textContent.trim() === 'done'`, 900_000, 500);
@@ -117,6 +124,8 @@ async function tokenmeterLevel(browser, site, sim, concurrency) {
   return {
     ...figures(records, byId),
     lateness,
+    workers: load?.workers ?? 1,
+    late: load?.stalls ? `${load.stalls.n_late}/${load.stalls.n_events}` : '–',
     lag: load ? `${f(load.lag_max_ms, 0)}@${f(load.lag_max_at_ms / 1e3, 1)}s/${f(load.lag_p95_ms, 0)}` : '–',
     busy: load ? `${f((100 * load.busy_ms) / load.wall_ms, 0)}%` : '–',
     notes: doc.environment.notes.filter((n) => !n.startsWith('timer resolution')),
@@ -153,8 +162,8 @@ function header(label) {
   console.log(`\n${label}: ${MAX_TOKENS} tokens per request, ${WAVES} waves per level; Δ = page − written (paired, ms)`);
   console.log(
     [
-      'streams', 'ΔTTFT p50', 'p95', 'base p50', 'p95', 'ratio', 'after send p50', 'p95', 'base p50', 'p95', 'wait p50', 'base',
-      'TPOT err', 'at last token', 'base', 'ITL Δp50', 'Δp99', 'tokens', 'sim late p99', 'lag max@when/p95', 'busy',
+      'streams', 'workers', 'ΔTTFT p50', 'p95', 'base p50', 'p95', 'ratio', 'after send p50', 'p95', 'base p50', 'p95', 'wait p50', 'base',
+      'TPOT err', 'at last token', 'base', 'ITL Δp50', 'Δp99', 'tokens', 'sim late p99', 'late events', 'lag max@when/p95', 'busy',
     ].join(' | '),
   );
 }
@@ -162,15 +171,24 @@ function header(label) {
 function row(concurrency, tm, base) {
   console.log(
     [
-      concurrency, f(tm.d50), f(tm.d95), f(base.d50), f(base.d95), f(tm.d50 / base.d50, 2),
+      concurrency, tm.workers, f(tm.d50), f(tm.d95), f(base.d50), f(base.d95), f(tm.d50 / base.d50, 2),
       f(tm.after50), f(tm.after95), f(base.after50), f(base.after95), f(tm.wait50), f(base.wait50), pct(tm.tpot), pct(tm.tpotLast), pct(base.tpot), f(tm.itl50, 2), f(tm.itl99, 2),
-      `${tm.exact}/${tm.n}`, `${f(tm.lateness.p99_us / 1e3)} ms`, tm.lag, tm.busy,
+      `${tm.exact}/${tm.n}`, `${f(tm.lateness.p99_us / 1e3)} ms`, tm.late, tm.lag, tm.busy,
     ].join(' | ') + (tm.distorted ? ` (flagged: ${tm.distorted})` : ''),
   );
   for (const note of tm.notes) console.log(`    note: ${note}`);
   for (const [i, s] of (tm.stalls ?? []).entries()) {
     console.log(`    worker ${i}: ${s.n} stalls of ${STALL_MS} ms or more, ${f(s.totalMs, 0)} ms in all, the longest ${f(s.longest, 0)} ms; by self time:`);
     for (const [fn, ms] of s.top) console.log(`      ${f(ms, 1).padStart(8)} ms  ${fn}`);
+  }
+}
+
+/** Level `c` on `sim`: the baseline page once, and tokenmeter's page on each
+ * number of workers (a level of one stream takes one). */
+async function level(sim, c) {
+  const base = await baselineLevel(browser, baseline, sim, c);
+  for (const n of new Set(WORKERS.map((w) => Math.min(w, c)))) {
+    row(c, await tokenmeterLevel(browser, site, sim, c, n), base);
   }
 }
 
@@ -182,11 +200,11 @@ const SIM = ['--max-batch', '1024', '--decode-per-seq-ms', '0'];
 try {
   const tls = await startSim(['--tls', ...SIM]);
   header('HTTP/2 (https://, self-signed)');
-  for (const c of H2_LEVELS) row(c, await tokenmeterLevel(browser, site, tls, c), await baselineLevel(browser, baseline, tls, c));
+  for (const c of H2_LEVELS) await level(tls, c);
   tls.close();
   const plain = await startSim(SIM);
   header('HTTP/1.1 (plain http://)');
-  for (const c of H1_LEVELS) row(c, await tokenmeterLevel(browser, site, plain, c), await baselineLevel(browser, baseline, plain, c));
+  for (const c of H1_LEVELS) await level(plain, c);
   plain.close();
 } finally {
   browser.close();

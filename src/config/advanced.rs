@@ -275,7 +275,7 @@ pub fn AdvancedFields(draft: DraftSignals, running: Signal<bool>) -> impl IntoVi
                 value=d.engine_workers
                 kind="number"
                 disabled=running
-                hint=w("Each worker sends and stamps its own share of a level's streams on the run's one clock, so that no event waits behind another stream's work. 0 takes one per 32 streams, up to one per core of this machine; at most 8.", "每个 worker 在同一个运行时钟上发送并打点一档中属于自己的那部分流，任何事件都不必排在别的流的处理之后。0 表示每 32 路流一个，最多每个 CPU 核一个；上限 8。")
+                hint=w("Each worker sends and stamps its own share of a level's streams on the run's one clock, so that no event waits behind another stream's work. 0 takes one per 32 streams, up to one per core of this machine; at most 8.", "每个 worker 在同一个运行时钟上发送并打点一档中属于自己的那部分流，任何事件都不必排在别的流的处理之后。0 表示每 32 路流一个，最多每个处理器核心一个；上限 8。")
             />
             <div class="field-row">
                 <Field label=w("SLO: p95 TTFT ≤ ms", "SLO：p95 TTFT ≤ 毫秒") testid="slo-ttft" value=d.slo_ttft_ms disabled=running/>
