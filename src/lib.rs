@@ -81,6 +81,7 @@ pub mod engine;
 mod files;
 mod glossary;
 mod history;
+mod in_progress;
 mod language;
 pub mod models;
 mod pieces;
@@ -88,6 +89,7 @@ pub mod protocol;
 mod results;
 pub mod run;
 mod screen;
+mod store;
 mod widgets;
 mod worker;
 

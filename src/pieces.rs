@@ -7,8 +7,8 @@
 //! | `engine` | `engine/host.rs`: the engine, in the worker | when the worker starts |
 //! | `live` | `results/mod.rs`: the live view | when the first run starts ([`when_run_starts`]) |
 //! | `finished` | `results/mod.rs`: a finished run's view | while a run goes, and before one is shown ([`ShowWhenReady`]) |
-//! | `keep` | here: a run as history stores it (in slices: [`start_writing`], [`write_slice`]), an unfinished run's document | when a run starts ([`when_run_starts`]), or on the first store |
-//! | `read` | here: the engine's messages, the kept runs and an interrupted run read | when a worker starts ([`read_message`]), or when the page finds kept runs |
+//! | `keep` | here: a run as history stores it (in slices: [`start_writing`], [`write_slice`]), an unfinished run's document, and its records saved as it goes ([`records_json`]) | when a run starts ([`when_run_starts`]), or on the first store |
+//! | `read` | here: the engine's messages, the kept runs and an interrupted run read ([`read_records`]) | when a worker starts ([`read_message`]), or when the page finds kept runs |
 //! | `plans` | `config/mod.rs`: the article's `config.json`, a plan file or a shared link read | on the first import, or when the page opens with a link |
 //! | `prompt_files` | `config/prompt_file.rs`: a prompt file read and hashed | when the first prompt file is chosen |
 //! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
@@ -61,17 +61,6 @@ split_off! { keep, preload fetch_interrupted_document:
     }
 }
 
-split_off! { keep, preload fetch_stored_copy:
-    /// A run as it is stored: without its per-token times and answer texts, within
-    /// `max_bytes` (see `RunDocument::for_history`), and as JSON, in one go (an
-    /// unfinished run's copy, saved as the page closes). Writing a run document is
-    /// not needed to show the page: fetched when a run starts, or when a run is
-    /// first stored.
-    pub fn stored_copy(document: Arc<RunDocument>, max_bytes: usize) -> (RunDocument, String) {
-        document.for_history(max_bytes)
-    }
-}
-
 /// A run's stored copy being written a slice at a time ([`start_writing`],
 /// [`write_slice`]): history keeps a finished run so, and never holds the page
 /// for the whole run's JSON.
@@ -109,6 +98,47 @@ split_off! { keep:
     /// copy is larger than history keeps.
     pub fn without_records(kept: Arc<RunDocument>) -> (RunDocument, String) {
         kept.history_copy_without_records()
+    }
+}
+
+split_off! { keep, preload fetch_records_json:
+    /// Records as JSON: a chunk of the run in progress, saved as it goes.
+    pub fn records_json(records: Vec<RequestRecord>) -> String {
+        serde_json::to_string(&records).expect("records serialise")
+    }
+}
+
+/// How a run in progress began, as saved (see `in_progress`).
+#[derive(serde::Deserialize)]
+pub struct RunStart {
+    pub run_id: String,
+    pub started_at: String,
+    pub plan: Plan,
+}
+
+split_off! { read:
+    /// A run in progress as saved: its `start`, and its records from the `chunks`
+    /// (`(run_id, json)` in order; another run's are left over and left out) and
+    /// the `tail`, each once (the tail may repeat a chunk written as the page
+    /// closed). A chunk that is unreadable (cut short) is left out; `None` when
+    /// the start is unreadable.
+    pub fn read_in_progress(
+        start: String,
+        chunks: Vec<(String, String)>,
+        tail: Option<String>,
+    ) -> Option<(RunStart, Vec<RequestRecord>)> {
+        let start: RunStart = serde_json::from_str(&start).ok()?;
+        let mut seen = std::collections::HashSet::new();
+        let records = chunks
+            .iter()
+            .filter(|(run_id, _)| *run_id == start.run_id)
+            .map(|(_, json)| json)
+            .chain(&tail)
+            .filter_map(|json| serde_json::from_str::<Vec<RequestRecord>>(json).ok())
+            .flatten()
+            .filter(|record| seen.insert(record.id))
+            .collect();
+        Some((start, records))
     }
 }
 
@@ -166,7 +196,7 @@ pub async fn when_run_starts() {
     let _ = futures_util::future::join3(
         fetch_read_message(),
         fetch_interrupted_document(),
-        fetch_stored_copy(),
+        fetch_records_json(),
     )
     .await;
 }

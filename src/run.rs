@@ -6,10 +6,11 @@
 //! A run that never ends is not lost either. Progress brings the requests finished
 //! since the last one, and the page keeps them: if the engine stops (it crashed, or
 //! went silent for [`SILENT_FOR`]), the run ends with what was measured; while a run
-//! goes, it is saved every [`SAVE_EVERY`] and when the page is left (after asking),
-//! and the next page load hands it to history ([`take_interrupted`]).
+//! goes, what came since the last save is saved every [`SAVE_EVERY`], and the rest
+//! when the page is left (after asking; see `in_progress`), and the next page load
+//! hands it to history ([`take_interrupted`]).
 
-use std::{rc::Rc, sync::Arc, time::Duration};
+use std::{cell::RefCell, rc::Rc, sync::Arc, time::Duration};
 
 use leptos::prelude::*;
 use tokenmeter_core::{
@@ -23,7 +24,8 @@ use tokenmeter_core::{
 use wasm_bindgen::{prelude::Closure, JsCast};
 
 use crate::{
-    pieces::{self, interrupted_document, stored_copy, Interrupted, ShowWhenReady},
+    in_progress::{self, Saved},
+    pieces::{self, interrupted_document, Interrupted, ShowWhenReady},
     protocol::{FromWorker, Progress, ToWorker},
     worker::{EngineWorker, WorkerEvent},
 };
@@ -99,12 +101,6 @@ const SILENT_FOR: Duration = Duration::from_secs(15);
 /// How often a run in progress is saved, for the next page load should this one end.
 const SAVE_EVERY: Duration = Duration::from_secs(5);
 
-/// Where the run in progress is saved (one run; cleared when it ends).
-const IN_PROGRESS_STORAGE: &str = "tokenmeter.in-progress.v1";
-
-/// The largest a saved run in progress may be, as JSON (as history keeps runs).
-const IN_PROGRESS_CAP_BYTES: usize = 1 << 20;
-
 /// What the page has of the run that goes.
 struct Partial {
     run_id: String,
@@ -114,57 +110,92 @@ struct Partial {
     /// Output tokens over time so far, for the live chart: grown by each request
     /// as it arrives, not recomputed.
     over_time: OverTime,
+    /// How far `records` are saved for the next page load.
+    saved: Rc<RefCell<Saved>>,
 }
 
 impl Partial {
     /// What the run's document is built from, as far as the run went, ended by `cause`.
     fn interrupted(&self, cause: Interruption) -> Interrupted {
-        let get = |object: &wasm_bindgen::JsValue, key: &str| {
-            js_sys::Reflect::get(object, &key.into()).ok()
-        };
-        let global = js_sys::global();
-        let environment = Environment {
-            user_agent: get(&global, "navigator")
-                .and_then(|n| get(&n, "userAgent"))
-                .and_then(|v| v.as_string()),
-            page_origin: get(&global, "location")
-                .and_then(|l| get(&l, "origin"))
-                .and_then(|v| v.as_string()),
-            conditions: vec![RunCondition::Interrupted {
-                cause,
-                n_records: self.records.iter().filter(|r| !r.warmup).count() as u64,
-            }],
-            ..Environment::default()
-        };
-        Interrupted {
-            run_id: self.run_id.clone(),
-            started_at: self.started_at.clone(),
-            plan: self.plan.clone(),
-            environment,
-            records: self.records.clone(),
-        }
+        interrupted(
+            self.run_id.clone(),
+            self.started_at.clone(),
+            self.plan.clone(),
+            self.records.clone(),
+            cause,
+        )
+    }
+}
+
+/// What the document of a run that did not end is built from: as far as it went,
+/// ended by `cause`, measured in this browser.
+fn interrupted(
+    run_id: String,
+    started_at: String,
+    plan: Plan,
+    records: Vec<RequestRecord>,
+    cause: Interruption,
+) -> Interrupted {
+    let get =
+        |object: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(object, &key.into()).ok();
+    let global = js_sys::global();
+    let environment = Environment {
+        user_agent: get(&global, "navigator")
+            .and_then(|n| get(&n, "userAgent"))
+            .and_then(|v| v.as_string()),
+        page_origin: get(&global, "location")
+            .and_then(|l| get(&l, "origin"))
+            .and_then(|v| v.as_string()),
+        conditions: vec![RunCondition::Interrupted {
+            cause,
+            n_records: records.iter().filter(|r| !r.warmup).count() as u64,
+        }],
+        ..Environment::default()
+    };
+    Interrupted {
+        run_id,
+        started_at,
+        plan,
+        environment,
+        records,
     }
 }
 
 /// The run a previous page load was running when it ended, if any, as a
-/// cancelled run that says it was interrupted. It is taken out of storage at
-/// once (a run started meanwhile saves itself there) and read with the `read`
-/// piece; if that cannot be fetched, it goes back for the next load.
+/// cancelled run that says it was interrupted (see `in_progress`); one saved by an
+/// earlier tokenmeter, as the document it saved.
 pub async fn take_interrupted() -> Option<RunDocument> {
+    if let Some(document) = take_legacy().await {
+        return Some(document);
+    }
+    let (start, records) = in_progress::take().await?;
+    // Nothing measured: nothing to keep.
+    if records.is_empty() {
+        return None;
+    }
+    let run = interrupted(
+        start.run_id,
+        start.started_at,
+        start.plan,
+        records,
+        Interruption::PageClosed,
+    );
+    interrupted_document(run).await.ok()
+}
+
+/// A run in progress an earlier tokenmeter saved as a whole document; it goes back
+/// for the next load when the code that reads it cannot be fetched.
+async fn take_legacy() -> Option<RunDocument> {
     let storage = crate::local_storage()?;
-    let json = storage.get_item(IN_PROGRESS_STORAGE).ok().flatten()?;
-    let _ = storage.remove_item(IN_PROGRESS_STORAGE);
+    let json = storage
+        .get_item(in_progress::LEGACY_STORAGE)
+        .ok()
+        .flatten()?;
+    let _ = storage.remove_item(in_progress::LEGACY_STORAGE);
     match pieces::read_documents(vec![json.clone()]).await {
         Ok(documents) => documents.into_iter().next().flatten(),
         Err(_) => {
-            if storage
-                .get_item(IN_PROGRESS_STORAGE)
-                .ok()
-                .flatten()
-                .is_none()
-            {
-                let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
-            }
+            let _ = storage.set_item(in_progress::LEGACY_STORAGE, &json);
             None
         }
     }
@@ -341,9 +372,10 @@ impl RunController {
             plan: (**plan).clone(),
             records: Vec::new(),
             over_time: OverTime::live(),
+            saved: in_progress::begin(run_id, started_at, plan),
         }));
-        // Saving the run as it goes builds its document at once: its code is
-        // fetched now (see `save_in_progress`).
+        // Saving the run as it goes writes its records at once: that code is
+        // fetched now (see `in_progress`).
         leptos::task::spawn_local(pieces::when_run_starts());
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
@@ -392,30 +424,14 @@ impl RunController {
         });
     }
 
-    /// Saves the run in progress, as far as it went, for the next page load.
+    /// Saves what the run in progress measured since the last save, in the
+    /// background.
     fn save_in_progress(&self) {
-        // Nothing measured yet: nothing to keep.
-        let Some(interrupted) = self.partial.with_value(|p| {
-            p.as_ref()
-                .filter(|p| !p.records.is_empty())
-                .map(|p| p.interrupted(Interruption::PageClosed))
-        }) else {
-            return;
-        };
-        // At once, or not at all (the page may be closing): the code that builds
-        // the document was fetched when the run started, and seconds went by
-        // since; a run saved before it arrived is saved at the next tick.
-        let Some(document) = pieces::at_once(interrupted_document(interrupted)) else {
-            return;
-        };
-        let Some((_, json)) =
-            pieces::at_once(stored_copy(Arc::new(document), IN_PROGRESS_CAP_BYTES))
-        else {
-            return;
-        };
-        if let Some(storage) = crate::local_storage() {
-            let _ = storage.set_item(IN_PROGRESS_STORAGE, &json);
-        }
+        self.partial.with_value(|p| {
+            if let Some(p) = p {
+                in_progress::save_chunk(&p.saved, &p.run_id, &p.records);
+            }
+        });
     }
 
     /// Leaving the page while a run goes asks first, and saves the run so far.
@@ -423,7 +439,12 @@ impl RunController {
         let run = *self;
         let on_leave = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
             if run.view.with_untracked(RunView::is_running) {
-                run.save_in_progress();
+                // At once: the page may be closing.
+                run.partial.with_value(|p| {
+                    if let Some(p) = p {
+                        in_progress::save_tail(&p.saved, &p.records);
+                    }
+                });
                 event.prevent_default();
                 // Older browsers ask only when returnValue is set.
                 let _ = js_sys::Reflect::set(&event, &"returnValue".into(), &"".into());
@@ -506,9 +527,7 @@ pub fn records_shortfall(n_brought: u64, n_records: u64) -> Option<Said> {
 /// The run ended (one way or another): nothing of it needs saving any more.
 fn end_partial(partial: StoredValue<Option<Partial>, LocalStorage>) {
     partial.set_value(None);
-    if let Some(storage) = crate::local_storage() {
-        let _ = storage.remove_item(IN_PROGRESS_STORAGE);
-    }
+    in_progress::end();
 }
 
 /// The page's `performance.now()`, ms.

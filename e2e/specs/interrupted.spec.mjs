@@ -24,7 +24,7 @@ async function startLongRun(page) {
 }
 
 test('reloading mid-run asks first, and the next load keeps the run so far', async () => {
-  const page = await suite.browser.newPage();
+  const page = await suite.browser.newPage({ acceptDownloads: true });
   const app = await startLongRun(page);
   const dialogs = [];
   page.on('dialog', async (dialog) => {
@@ -44,11 +44,45 @@ test('reloading mid-run asks first, and the next load keeps the run so far', asy
   );
   const [row] = await app.resultsRows();
   assert.ok(Number(row.n_ok) >= 2, `kept ${row.n_ok} requests`);
+  // What the saves as it went wrote, and what the page wrote as it left: each
+  // request once.
+  const ids = (await app.exportJson()).records.map((r) => r.id);
+  assert.equal(new Set(ids).size, ids.length, `each request once: ${ids}`);
+  assert.equal(ids.length, Number(row.n_ok));
   // Kept once: a later load does not add it again.
   await page.reload();
   await app.byTestId('history-row').first().waitFor();
   assert.equal(await app.byTestId('history-row').count(), 1);
   await page.close();
+});
+
+test('a page that ends without a word keeps the run as saved while it went, each request once', async () => {
+  const context = await suite.browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  await startLongRun(page);
+  // A save every 5 s writes what finished since the last: after this wait one
+  // has written the two requests done.
+  await new Promise((r) => setTimeout(r, 5_500));
+  const done = Number((await page.locator('[data-testid="live-row"] td:nth-child(3)').textContent()).split('/')[0]);
+  // Closed without beforeunload (as a crash or a killed browser ends it): only
+  // what the saves wrote is there.
+  const next = await context.newPage();
+  await page.close({ runBeforeUnload: false });
+  const app = new AppPage(next);
+  await app.open(suite.site.url);
+  await app.byTestId('history-row').first().waitFor();
+  await app.byTestId('history-view').first().click();
+  await app.waitForStatus('cancelled');
+  const doc = await app.exportJson();
+  const ids = doc.records.map((r) => r.id);
+  assert.equal(new Set(ids).size, ids.length, 'each request once');
+  assert.ok(ids.length >= 2 && ids.length <= done, `kept ${ids.length} of the ${done} done`);
+  assert.ok(doc.records.every((r) => !r.error), 'only finished requests');
+  assert.match(
+    await app.byTestId('environment-notes').textContent(),
+    /the run did not end: the page was closed or reloaded while it went/,
+  );
+  await context.close();
 });
 
 test('an engine that stops mid-run ends the run with what it measured', async () => {

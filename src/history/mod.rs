@@ -18,7 +18,6 @@
 
 mod compare;
 mod panel;
-mod store;
 
 use std::sync::Arc;
 
@@ -37,9 +36,9 @@ use crate::{
     PieceMissing,
 };
 
+use crate::store::{self, RunStore};
 pub use compare::comparison;
 pub use panel::HistoryPanel;
-use store::RunStore;
 
 /// The most runs kept.
 const MAX_RUNS: usize = 50;
@@ -255,7 +254,7 @@ impl History {
 
     /// Keeps a run (replacing one with the same id) and stores it: in the order
     /// asked, once the code that makes its stored copy is here (a split build
-    /// fetches it when a run starts, see [`stored_copy`](crate::pieces::stored_copy)).
+    /// fetches it when a run starts, see [`when_run_starts`](crate::pieces::when_run_starts)).
     pub fn keep(&self, document: Arc<RunDocument>) {
         self.unstored.update_value(|n| *n += 1);
         self.keeps.with_value(|keeps| {

@@ -74,14 +74,17 @@ pub const CORE: Layering = Layering {
 pub const PAGE: Layering = Layering {
     src: "src",
     layers: &[
-        ("leaves", &["protocol", "files", "screen", "language"]),
+        (
+            "leaves",
+            &["protocol", "files", "screen", "language", "store"],
+        ),
         (
             "the form's parts, the pieces",
             &["widgets", "glossary", "pieces"],
         ),
         (
             "the worker and the endpoint",
-            &["worker", "engine", "models"],
+            &["worker", "engine", "models", "in_progress"],
         ),
         ("a run", &["run"]),
         ("the plan panel, history", &["config", "history"]),

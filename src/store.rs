@@ -6,6 +6,10 @@
 //! `RunDocument::from_json`, which reads every earlier schema) and when it was kept
 //! (ms since the epoch), which orders the list. Runs kept by tokenmeter before it
 //! used IndexedDB, in local storage, move here on the first load.
+//!
+//! The run in progress is saved as it goes in a database of its own
+//! ([`InProgressStore`]): its start, then its records a chunk per save, so that a
+//! save writes what came since the last one, never the whole run again.
 
 use std::{cell::RefCell, rc::Rc};
 
@@ -17,9 +21,23 @@ use web_sys::{
     IdbTransactionMode,
 };
 
-const DB_NAME: &str = "tokenmeter";
-const DB_VERSION: u32 = 1;
-const RUNS: &str = "runs";
+/// Kept runs: one database, one store, keyed by `run_id`.
+const RUNS_DB: Db = Db {
+    name: "tokenmeter",
+    version: 1,
+    store: "runs",
+    key: "run_id",
+};
+/// The run in progress, saved as it goes (see `run`): a database of its own, so
+/// that adding it upgraded nothing another tab may hold open. Rows `{seq, run_id,
+/// json}`: `seq` 0 is the run's start, 1 and up its records in the order they
+/// came, a chunk per save. One run at a time.
+const IN_PROGRESS_DB: Db = Db {
+    name: "tokenmeter-in-progress",
+    version: 1,
+    store: "chunks",
+    key: "seq",
+};
 /// Where runs were kept before (a JSON array of documents, newest first).
 const LEGACY_STORAGE: &str = "tokenmeter.history.v1";
 
@@ -29,28 +47,143 @@ pub struct StoredRun {
     pub json: String,
 }
 
-/// The open database.
+/// The open database of kept runs.
 #[derive(Clone)]
-pub struct RunStore(IdbDatabase);
+pub struct RunStore(Open);
 
 impl RunStore {
     /// Opens (creating on first use) the database.
     pub async fn open() -> Result<RunStore, StoreError> {
+        RUNS_DB.open().await.map(RunStore)
+    }
+
+    /// Every kept run, in no particular order.
+    pub async fn all(&self) -> Result<Vec<StoredRun>, StoreError> {
+        Ok(self
+            .0
+            .rows()
+            .await?
+            .iter()
+            .filter_map(|row| {
+                let json = field(&row, "json")?.as_string()?;
+                let kept_at = field(&row, "kept_at")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
+                Some(StoredRun { kept_at, json })
+            })
+            .collect())
+    }
+
+    /// Writes one run (replacing one with the same id); done when it is durable.
+    /// `json` is the document's JSON as a JavaScript string.
+    pub async fn put(&self, run_id: &str, kept_at: f64, json: &JsValue) -> Result<(), StoreError> {
+        let row = row(&[
+            ("run_id", JsValue::from_str(run_id)),
+            ("kept_at", JsValue::from_f64(kept_at)),
+            ("json", json.clone()),
+        ])?;
+        self.0.write(|store| store.put(&row).map(drop)).await
+    }
+
+    /// Deletes runs by id.
+    pub async fn delete(&self, run_ids: &[String]) -> Result<(), StoreError> {
+        self.0
+            .write(|store| {
+                run_ids
+                    .iter()
+                    .try_for_each(|id| store.delete(&JsValue::from_str(id)).map(drop))
+            })
+            .await
+    }
+}
+
+/// One saved piece of the run in progress.
+pub struct Chunk {
+    /// 0: the run's start; 1 and up: its records, in order.
+    pub seq: u32,
+    pub run_id: String,
+    pub json: String,
+}
+
+/// The open database of the run in progress.
+#[derive(Clone)]
+pub struct InProgressStore(Open);
+
+impl InProgressStore {
+    pub async fn open() -> Result<InProgressStore, StoreError> {
+        IN_PROGRESS_DB.open().await.map(InProgressStore)
+    }
+
+    /// Every chunk saved, by `seq`.
+    pub async fn chunks(&self) -> Result<Vec<Chunk>, StoreError> {
+        let mut chunks: Vec<Chunk> = self
+            .0
+            .rows()
+            .await?
+            .iter()
+            .filter_map(|row| {
+                Some(Chunk {
+                    seq: field(&row, "seq")?.as_f64()? as u32,
+                    run_id: field(&row, "run_id")?.as_string()?,
+                    json: field(&row, "json")?.as_string()?,
+                })
+            })
+            .collect();
+        chunks.sort_by_key(|c| c.seq);
+        Ok(chunks)
+    }
+
+    /// Saves one chunk; done when it is durable.
+    pub async fn put(&self, chunk: &Chunk) -> Result<(), StoreError> {
+        let row = row(&[
+            ("seq", JsValue::from_f64(f64::from(chunk.seq))),
+            ("run_id", JsValue::from_str(&chunk.run_id)),
+            ("json", JsValue::from_str(&chunk.json)),
+        ])?;
+        self.0.write(|store| store.put(&row).map(drop)).await
+    }
+
+    /// Forgets the run in progress (it ended, or was kept).
+    pub async fn clear(&self) -> Result<(), StoreError> {
+        self.0.write(|store| store.clear().map(drop)).await
+    }
+}
+
+/// A database of one object store.
+struct Db {
+    name: &'static str,
+    version: u32,
+    store: &'static str,
+    /// The rows' key path.
+    key: &'static str,
+}
+
+/// An open [`Db`].
+#[derive(Clone)]
+struct Open {
+    db: IdbDatabase,
+    store: &'static str,
+}
+
+impl Db {
+    /// Opens the database, creating its store on first use.
+    async fn open(&self) -> Result<Open, StoreError> {
         let factory = web_sys::window()
             .and_then(|w| w.indexed_db().ok().flatten())
             .ok_or(StoreError::NoIndexedDb)?;
         let request = factory
-            .open_with_u32(DB_NAME, DB_VERSION)
+            .open_with_u32(self.name, self.version)
             .map_err(js_text)?;
+        let (store, key) = (self.store, self.key);
         let on_upgrade = Closure::<dyn FnMut(Event)>::new({
             let request = request.clone();
             move |_| {
                 let Ok(db) = request.result() else { return };
                 let db: IdbDatabase = db.unchecked_into();
-                if !db.object_store_names().contains(RUNS) {
+                if !db.object_store_names().contains(store) {
                     let params = IdbObjectStoreParameters::new();
-                    params.set_key_path(&JsValue::from_str("run_id"));
-                    let _ = db.create_object_store_with_optional_parameters(RUNS, &params);
+                    params.set_key_path(&JsValue::from_str(key));
+                    let _ = db.create_object_store_with_optional_parameters(store, &params);
                 }
             }
         });
@@ -62,58 +195,23 @@ impl RunStore {
             return Err(request_error(&request));
         }
         let db: IdbDatabase = request.result().map_err(js_text)?.unchecked_into();
-        Ok(RunStore(db))
+        Ok(Open { db, store })
     }
+}
 
-    /// Every kept run, in no particular order.
-    pub async fn all(&self) -> Result<Vec<StoredRun>, StoreError> {
+impl Open {
+    /// Every row, in key order.
+    async fn rows(&self) -> Result<js_sys::Array, StoreError> {
         let store = self
-            .0
-            .transaction_with_str(RUNS)
-            .and_then(|tx| tx.object_store(RUNS))
+            .db
+            .transaction_with_str(self.store)
+            .and_then(|tx| tx.object_store(self.store))
             .map_err(js_text)?;
         let request = store.get_all().map_err(js_text)?;
         if !settled(&request, "success", &["error"]).await {
             return Err(request_error(&request));
         }
-        let rows: js_sys::Array = request.result().map_err(js_text)?.unchecked_into();
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                let json = js_sys::Reflect::get(&row, &"json".into())
-                    .ok()?
-                    .as_string()?;
-                let kept_at = js_sys::Reflect::get(&row, &"kept_at".into())
-                    .ok()
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(0.0);
-                Some(StoredRun { kept_at, json })
-            })
-            .collect())
-    }
-
-    /// Writes one run (replacing one with the same id); done when it is durable.
-    /// `json` is the document's JSON as a JavaScript string.
-    pub async fn put(&self, run_id: &str, kept_at: f64, json: &JsValue) -> Result<(), StoreError> {
-        let row = js_sys::Object::new();
-        for (key, value) in [
-            ("run_id", JsValue::from_str(run_id)),
-            ("kept_at", JsValue::from_f64(kept_at)),
-            ("json", json.clone()),
-        ] {
-            js_sys::Reflect::set(&row, &key.into(), &value).map_err(js_text)?;
-        }
-        self.write(|store| store.put(&row).map(drop)).await
-    }
-
-    /// Deletes runs by id.
-    pub async fn delete(&self, run_ids: &[String]) -> Result<(), StoreError> {
-        self.write(|store| {
-            run_ids
-                .iter()
-                .try_for_each(|id| store.delete(&JsValue::from_str(id)).map(drop))
-        })
-        .await
+        Ok(request.result().map_err(js_text)?.unchecked_into())
     }
 
     /// One read-write transaction, awaited to its end: a full disk shows as the
@@ -123,10 +221,10 @@ impl RunStore {
         body: impl FnOnce(&web_sys::IdbObjectStore) -> Result<(), JsValue>,
     ) -> Result<(), StoreError> {
         let tx = self
-            .0
-            .transaction_with_str_and_mode(RUNS, IdbTransactionMode::Readwrite)
+            .db
+            .transaction_with_str_and_mode(self.store, IdbTransactionMode::Readwrite)
             .map_err(js_text)?;
-        let store = tx.object_store(RUNS).map_err(js_text)?;
+        let store = tx.object_store(self.store).map_err(js_text)?;
         if let Err(err) = body(&store) {
             let _ = tx.abort();
             return Err(js_text(err));
@@ -137,6 +235,19 @@ impl RunStore {
             Err(transaction_error(&tx))
         }
     }
+}
+
+/// A row of `(field, value)`s.
+fn row(fields: &[(&str, JsValue)]) -> Result<js_sys::Object, StoreError> {
+    let row = js_sys::Object::new();
+    for (key, value) in fields {
+        js_sys::Reflect::set(&row, &(*key).into(), value).map_err(js_text)?;
+    }
+    Ok(row)
+}
+
+fn field(row: &JsValue, key: &str) -> Option<JsValue> {
+    js_sys::Reflect::get(row, &key.into()).ok()
 }
 
 /// Runs kept in local storage by an earlier tokenmeter, as JSON documents, newest
