@@ -2,7 +2,8 @@
 //! (or deleted) alone, and a run of many thousand requests fits (local storage gives
 //! a page about 5 MB in all; IndexedDB a share of the disk).
 //!
-//! Each record is `{run_id, kept_at, json}`: the document as JSON (parsed by
+//! Each record is `{run_id, kept_at, json}`: the document as JSON, a string or a
+//! `Blob` of it (parsed by
 //! `RunDocument::from_json`, which reads every earlier schema) and when it was kept
 //! (ms since the epoch), which orders the list. Runs kept by tokenmeter before it
 //! used IndexedDB, in local storage, move here on the first load.
@@ -16,6 +17,7 @@ use std::{cell::RefCell, rc::Rc};
 use futures_channel::oneshot;
 use tokenmeter_core::{said, schema::Said};
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     Event, EventTarget, IdbDatabase, IdbObjectStoreParameters, IdbRequest, IdbTransaction,
     IdbTransactionMode,
@@ -59,23 +61,32 @@ impl RunStore {
 
     /// Every kept run, in no particular order.
     pub async fn all(&self) -> Result<Vec<StoredRun>, StoreError> {
-        Ok(self
-            .0
-            .rows()
-            .await?
-            .iter()
-            .filter_map(|row| {
-                let json = field(&row, "json")?.as_string()?;
-                let kept_at = field(&row, "kept_at")
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(0.0);
-                Some(StoredRun { kept_at, json })
-            })
-            .collect())
+        let mut runs = Vec::new();
+        for row in self.0.rows().await?.iter() {
+            let Some(json) = field(&row, "json") else {
+                continue;
+            };
+            let json = match json.dyn_into::<web_sys::Blob>() {
+                // Read off the page's thread.
+                Ok(blob) => JsFuture::from(blob.text())
+                    .await
+                    .ok()
+                    .and_then(|t| t.as_string()),
+                Err(json) => json.as_string(),
+            };
+            let Some(json) = json else {
+                continue;
+            };
+            let kept_at = field(&row, "kept_at")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0);
+            runs.push(StoredRun { kept_at, json });
+        }
+        Ok(runs)
     }
 
     /// Writes one run (replacing one with the same id); done when it is durable.
-    /// `json` is the document's JSON as a JavaScript string.
+    /// `json` is the document's JSON: a JavaScript string, or a `Blob` of it.
     pub async fn put(&self, run_id: &str, kept_at: f64, json: &JsValue) -> Result<(), StoreError> {
         let row = row(&[
             ("run_id", JsValue::from_str(run_id)),

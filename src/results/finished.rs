@@ -86,6 +86,15 @@ pub fn Finished(
         (state, m.samples.len(), m.said())
     });
     let has_notes = !document.environment.notes_in(Lang::En).is_empty();
+    // The detail charts (every request of a level on a timeline, every TTFT and ITL
+    // on a curve) are below the fold and the largest drawing: drawn a task after
+    // the rest, so that the view's first drawing is not one long task.
+    let detail_drawn = RwSignal::new(false);
+    leptos::task::spawn_local(async move {
+        crate::yield_to_browser().await;
+        detail_drawn.try_set(true);
+    });
+    let detail_document = document.clone();
     let cancelled = document.status == RunStatus::Cancelled;
     let verdict_text = {
         let document = document.clone();
@@ -212,7 +221,7 @@ pub fn Finished(
                 <ul class="env-notes" data-testid="environment-notes">{notes}</ul>
             })}
             {(!document.ab.is_empty()).then(|| view! { <AbPanel document=document.clone() lang=lang/> })}
-            <DetailCharts document=document.clone() lang=lang/>
+            {move || detail_drawn.get().then(|| view! { <DetailCharts document=detail_document.clone() lang=lang/> })}
             {(!errors.is_empty()).then(|| view! {
                 <div class="errors" data-testid="errors">
                     <h3>{say(lang, "Why requests failed", "失败原因")}</h3>
