@@ -88,12 +88,25 @@ impl RunStore {
     /// Writes one run (replacing one with the same id); done when it is durable.
     /// `json` is the document's JSON: a JavaScript string, or a `Blob` of it.
     pub async fn put(&self, run_id: &str, kept_at: f64, json: &JsValue) -> Result<(), StoreError> {
-        let row = row(&[
-            ("run_id", JsValue::from_str(run_id)),
-            ("kept_at", JsValue::from_f64(kept_at)),
-            ("json", json.clone()),
-        ])?;
-        self.0.write(|store| store.put(&row).map(drop)).await
+        let put = |json: JsValue| async move {
+            let row = row(&[
+                ("run_id", JsValue::from_str(run_id)),
+                ("kept_at", JsValue::from_f64(kept_at)),
+                ("json", json),
+            ])?;
+            self.0.write(|store| store.put(&row).map(drop)).await
+        };
+        match (put(json.clone()).await, json.dyn_ref::<web_sys::Blob>()) {
+            // Some browsers store no Blob (WebKit in a private or automated
+            // session): the text, then.
+            (Err(refused), Some(blob)) => {
+                let text = JsFuture::from(blob.text())
+                    .await
+                    .map_err(|_| refused.clone())?;
+                put(text).await.map_err(|_| refused)
+            }
+            (outcome, _) => outcome,
+        }
     }
 
     /// Deletes runs by id.

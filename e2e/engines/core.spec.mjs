@@ -1,6 +1,6 @@
 // The core behaviours, in every engine our users bring (Chromium, Firefox ESR,
 // WebKitGTK: Safari's engine), through W3C WebDriver: the default plan to `done`
-// agreeing with the simulator's truth, failures with their kinds, Cancel, the key
+// on two engine workers, agreeing with the simulator's truth, failures with their kinds, Cancel, the key
 // kept out of exports and storage, history across a reload. The page is served
 // under a sub-path, as a static host would, so that is checked in each engine too.
 import { describe, test, before, after } from 'node:test';
@@ -46,8 +46,10 @@ for (const engine of selectedEngines()) {
       assert.match(await app.userAgent(), USER_AGENT[engine]);
       assert.deepEqual(site.requests.filter((r) => r.status !== 200), [], 'every asset found under the sub-path');
       assert.equal(await app.status(), 'idle');
-      // The default plan, pointed at this spec's simulator.
-      await app.fill('base-url', s.baseUrl);
+      // The default plan, pointed at this spec's simulator, its levels of two
+      // streams and more spread over two engine workers (the second started by
+      // the first: a worker of a worker, in every engine).
+      await app.fillPlan({ 'base-url': s.baseUrl, 'engine-workers': 2 });
       await app.click('run');
       await app.waitForStatus('done', 180_000);
       const rows = await app.resultsRows();
@@ -61,6 +63,7 @@ for (const engine of selectedEngines()) {
       const doc = JSON.parse(await app.exportText('export-json'));
       assert.equal(doc.status, 'done');
       assert.match(doc.environment.user_agent, USER_AGENT[engine], 'the document says which engine measured it');
+      assert.deepEqual(doc.environment.engine_load.map((l) => l.workers), [1, 2, 2, 2], 'the helper started and measured');
       const truth = new Map((await s.truth()).requests.map((t) => [t.response_id, t]));
       const deltas = [];
       for (const r of doc.records.filter((r) => !r.warmup)) {

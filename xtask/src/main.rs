@@ -31,7 +31,7 @@ usage: cargo xtask <command>
 
   serve [--port N] [--sim-port N]   the app on http://127.0.0.1:8080 and the simulator beside it
   test [--skip-browser]             fmt, clippy (native + wasm32), unit tests, browser tests
-  specs [NAME...]                   the page built for the specs, and the named e2e/specs/NAME.spec.mjs run
+  specs [NAME...]                   the page built for the specs, and the named e2e/specs/NAME.spec.mjs run (`engines`: e2e/engines/ in every engine)
   build                             release build into dist/ (works from any sub-path)
   setup                             install what is missing, print what was found
   bench core|sim|accuracy|load|memory|size  benchmarks; they print figures, they assert nothing

@@ -140,19 +140,7 @@ pub fn run(args: &[String]) -> Result<()> {
     })?;
     step(
         "core behaviours in Chromium, Firefox ESR and WebKitGTK (WebDriver)",
-        || {
-            exec(
-                Command::new("node")
-                    .current_dir(&root)
-                    .args(["--test", "e2e/engines/core.spec.mjs"])
-                    .env("TOKENMETER_DIST", root.join(E2E_DIST))
-                    .envs(env.browser_vars())
-                    .env(
-                        "TOKENMETER_SIM_BIN",
-                        root.join("target/debug/tokenmeter-sim"),
-                    ),
-            )
-        },
+        || run_engines(&env, &root),
     )?;
     step("tokenmeter-report, for the Locust layer", || {
         exec(cargo().args(["build", "--locked", "-p", "tokenmeter-report"]))
@@ -200,10 +188,13 @@ pub fn run(args: &[String]) -> Result<()> {
 /// (`run` for `e2e/specs/run.spec.mjs`) run against it; every one without names.
 /// The edit-and-check loop of one spec, without the layers before it.
 pub fn specs(args: &[String]) -> Result<()> {
+    // `engines`: the core behaviours in every engine (e2e/engines/), through WebDriver.
+    let engines = args.iter().any(|a| a == "engines");
+    let args: Vec<String> = args.iter().filter(|a| *a != "engines").cloned().collect();
     let env = setup::ensure(Needs {
         browser: true,
         node: true,
-        engines: false,
+        engines,
         locust: false,
         hosts: true,
     })?;
@@ -215,7 +206,7 @@ pub fn specs(args: &[String]) -> Result<()> {
         .filter(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
             name.strip_suffix(".spec.mjs")
-                .is_some_and(|n| args.is_empty() || args.iter().any(|a| a == n))
+                .is_some_and(|n| (args.is_empty() && !engines) || args.iter().any(|a| a == n))
         })
         .collect();
     specs.sort();
@@ -237,9 +228,32 @@ pub fn specs(args: &[String]) -> Result<()> {
     step("trunk build for the end-to-end specs, split", || {
         build_e2e_dist(&env, &root)
     })?;
-    step("the named specs (Playwright in headless Chromium)", || {
-        run_specs(&env, &root, &specs, &chromium, &sim_url)
-    })
+    if !specs.is_empty() {
+        step("the named specs (Playwright in headless Chromium)", || {
+            run_specs(&env, &root, &specs, &chromium, &sim_url)
+        })?;
+    }
+    if engines {
+        step("core behaviours in every engine (WebDriver)", || {
+            run_engines(&env, &root)
+        })?;
+    }
+    Ok(())
+}
+
+/// The core behaviours in Chromium, Firefox ESR and WebKitGTK, through WebDriver.
+fn run_engines(env: &setup::Env, root: &std::path::Path) -> Result<()> {
+    exec(
+        Command::new("node")
+            .current_dir(root)
+            .args(["--test", "e2e/engines/core.spec.mjs"])
+            .env("TOKENMETER_DIST", root.join(E2E_DIST))
+            .envs(env.browser_vars())
+            .env(
+                "TOKENMETER_SIM_BIN",
+                root.join("target/debug/tokenmeter-sim"),
+            ),
+    )
 }
 
 /// Runs `specs` with node's test runner against the built page.
