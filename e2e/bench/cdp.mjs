@@ -179,7 +179,8 @@ async function connect(wsUrl) {
      * Clicks `export-json` and returns `reduce` of the file's text, taken from the
      * blob the page links for download (the link's click is caught, so nothing is
      * saved). The exports are a piece fetched on first use: the file comes later
-     * than the click, so this waits for the link, up to `timeoutMs`.
+     * than the click, so this waits for the link, up to `timeoutMs`. The page's
+     * `performance.now()` when the file was handed over is `__exportedAt`.
      */
     exportJson(reduce = '(text) => text', timeoutMs = 120_000) {
       return page.evaluate(`(async () => {
@@ -195,6 +196,9 @@ async function connect(wsUrl) {
             setTimeout(() => reject(new Error('the export gave no file within ${timeoutMs} ms')), ${timeoutMs});
             document.querySelector('[data-testid="export-json"]').click();
           });
+          // When the page handed over the file: what runs after (reading it
+          // here) is this driver's, not the page's export.
+          globalThis.__exportedAt = performance.now();
           return (${reduce})(await blob.text());
         } finally {
           URL.createObjectURL = create;
