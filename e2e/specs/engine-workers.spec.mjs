@@ -32,7 +32,9 @@ async function agreesWithTruth(doc, nMeasured, { ttft = true } = {}) {
   assert.equal(measured.length, nMeasured);
   const ids = doc.records.map((r) => r.id);
   assert.equal(new Set(ids).size, ids.length, 'each request once');
-  assert.deepEqual([...ids].sort((a, b) => a - b), ids.map((_, i) => i), 'ids in send order, none missing');
+  // Ids are given in send order by the measuring worker alone: 0 to n − 1, none
+  // missing, whichever worker sent each.
+  assert.deepEqual([...ids].sort((a, b) => a - b), ids.map((_, i) => i), 'ids 0 to n − 1, none missing');
   const ttftErrorsMs = [];
   for (const r of measured) {
     const t = byId.get(r.response_id);
@@ -61,6 +63,8 @@ test('two workers agree with the truth as one does, each request once, on one cl
     assert.deepEqual(doc.environment.engine_load.map((l) => l.workers), [n]);
     assert.equal(workers.length, n, 'the measuring worker, and a helper per extra worker');
     await agreesWithTruth(doc, 24);
+    // No helper stopped, nothing lost: no error of any kind, `engine_stopped` least.
+    assert.deepEqual(doc.records.filter((r) => r.error).map((r) => r.error.kind), []);
     assert.equal(doc.environment.engine_load[0].stalls.n_requests, 24, 'every worker counted its stalls');
     assert.deepEqual(app.consoleErrors, []);
     await page.close();
