@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { env } from '../lib/browser.mjs';
 import { track } from '../lib/children.mjs';
@@ -68,9 +68,12 @@ async function nginx() {
   assert.notEqual(server, recipe('nginx.conf'), 'the recipe has the lines a user changes');
   // The rest of a main configuration, as /etc/nginx/nginx.conf has it, in a folder of its own.
   writeFileSync(join(dir, 'tokenmeter.conf'), server);
+  // Started by root, nginx serves as `nobody`, who may not enter a checkout made
+  // in a private folder (`mktemp -d` makes them 0700): it serves as this user.
+  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
   writeFileSync(
     join(dir, 'nginx.conf'),
-    `daemon off;\npid ${dir}/nginx.pid;\nerror_log stderr warn;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  fastcgi_temp_path ${dir}/fastcgi;\n  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;\n  include ${dir}/tokenmeter.conf;\n}\n`,
+    `${user}daemon off;\npid ${dir}/nginx.pid;\nerror_log stderr warn;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  fastcgi_temp_path ${dir}/fastcgi;\n  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;\n  include ${dir}/tokenmeter.conf;\n}\n`,
   );
   const child = start(env('TOKENMETER_NGINX'), ['-p', dir, '-c', join(dir, 'nginx.conf')]);
   const url = `http://127.0.0.1:${port}/`;
