@@ -2,7 +2,8 @@
 // sends and stamps its share of the streams on the run's one clock. A run on two
 // workers agrees with the simulator's truth as a run on one does, every request
 // once, on one clock; Cancel reaches every worker; a helper that stops mid-run
-// loses only what it had in flight, said as the tool's loss, and the run goes on.
+// loses only what it had in flight, said as the tool's loss, and the run goes on;
+// Cancel does not wait for a helper that is slow to start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useSuite } from '../lib/suite.mjs';
@@ -150,5 +151,44 @@ test('a helper that stops mid-run loses what it had in flight, said as the toolâ
   // Nor does the diagnosis blame the server's capacity, though level 1 was clean
   // and level 4 had failures.
   assert.equal(await page.locator('[data-testid="diagnosis-item"][data-cause="capacity_errors"]').count(), 0);
+  await page.close();
+});
+
+test('Cancel does not wait for a helper that is slow to start', async () => {
+  const { page, app, workers } = await planned({
+    levels: '1,4',
+    'requests-per-level': 8,
+    'max-tokens': 30,
+    'engine-workers': 2,
+  });
+  await app.run();
+  // Level 1 has one stream, so one worker: the measuring worker, which the page
+  // starts for the run.
+  const deadline = Date.now() + 30_000;
+  while (workers.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(workers.length, 1, 'the measuring worker started');
+  // From now on a helper it starts runs a script that never says Ready, so level
+  // 4 waits for it (up to 15 s), as it would for a helper whose script is slow.
+  await workers[0].evaluate(() => {
+    const Real = self.Worker;
+    self.helpersAsked = 0;
+    self.Worker = function Silent(_url, options) {
+      self.helpersAsked += 1;
+      return new Real(URL.createObjectURL(new Blob([''], { type: 'text/javascript' })), options);
+    };
+  });
+  while ((await workers[0].evaluate(() => self.helpersAsked)) < 1 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(await workers[0].evaluate(() => self.helpersAsked), 1, 'level 4 asked for a helper');
+  await app.cancel();
+  // Well inside the 15 s a helper has to start: Cancel, not the wait, ended it.
+  await app.waitForStatus('cancelled', 8_000);
+  const doc = await app.exportJson();
+  assert.equal(doc.status, 'cancelled');
+  // Level 1 is kept whole; level 4 sent nothing: Cancel came before its first request.
+  const measured = doc.records.filter((r) => !r.warmup);
+  assert.equal(measured.filter((r) => r.concurrency === 1).length, 8);
+  assert.equal(measured.filter((r) => r.concurrency === 4).length, 0);
   await page.close();
 });

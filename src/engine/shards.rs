@@ -90,6 +90,8 @@ pub struct Shards {
     /// A helper's answer is due within this of its send, ms.
     answer_within_ms: f64,
     helpers: RefCell<Vec<Rc<Remote>>>,
+    /// The run's Cancel: it also cuts short the wait for a helper to start.
+    cancel: CancelToken,
 }
 
 impl Shards {
@@ -113,6 +115,7 @@ impl Shards {
             cores: cores.max(1),
             answer_within_ms: timeout_ms + ANSWER_GRACE.as_secs_f64() * 1e3,
             helpers: RefCell::default(),
+            cancel: cancel.clone(),
         });
         wasm_bindgen_futures::spawn_local({
             let shards = Rc::downgrade(&shards);
@@ -128,8 +131,9 @@ impl Shards {
     }
 
     /// Workers for a level that wants `n`: helpers started (and told the run) until
-    /// `n - 1` of them answer, within [`READY_WITHIN`]. The crew has `n` workers,
-    /// the measuring one counted, or fewer where helpers could not start.
+    /// `n - 1` of them answer, within [`READY_WITHIN`] or until Cancel. The crew
+    /// has `n` workers, the measuring one counted, or fewer where helpers could
+    /// not start (or Cancel came first: the level then sends nothing anyway).
     pub async fn workers(self: &Rc<Self>, n: u32) -> Crew {
         let wanted = n.saturating_sub(1) as usize;
         self.helpers.borrow_mut().retain(|h| h.alive.get());
@@ -137,8 +141,10 @@ impl Shards {
         let starting: Vec<_> = (n_alive..wanted).filter_map(|_| self.spawn()).collect();
         for ready in join_all(starting.into_iter().map(|(remote, ready)| async move {
             let within = gloo_timers::future::sleep(READY_WITHIN);
-            futures_util::pin_mut!(within);
-            let ok = matches!(select(ready, within).await, Either::Left((Ok(()), _)));
+            let cancelled = self.cancel.cancelled();
+            futures_util::pin_mut!(within, cancelled);
+            let given_up = select(within, cancelled);
+            let ok = matches!(select(ready, given_up).await, Either::Left((Ok(()), _)));
             (remote, ok)
         }))
         .await
