@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `engine` | `engine/host.rs`: the engine, in the worker | when the worker starts |
 //! | `live` | `results/mod.rs`: the live view | when the first run starts ([`when_run_starts`]) |
-//! | `finished` | `results/mod.rs`: a finished run's view | while a run goes, and before one is shown ([`ShowWhenReady`]) |
+//! | `finished` | `results/mod.rs`: a finished run's view | when a run starts, after the others ([`when_run_starts`]), and before one is shown ([`ShowWhenReady`]) |
 //! | `keep` | here: a run as history stores it (in slices: [`start_writing`], [`write_slice`]), an unfinished run's document, and its records saved as it goes ([`records_json`]) | when a run starts ([`when_run_starts`]), or on the first store |
 //! | `read` | here: the engine's messages, the kept runs and an interrupted run read ([`read_records`]) | when a worker starts ([`read_message`]), or when the page finds kept runs |
 //! | `plans` | `config/mod.rs`: the article's `config.json`, a plan file or a shared link read | on the first import, or when the page opens with a link |
@@ -187,18 +187,26 @@ split_off! { share:
     }
 }
 
-/// What a run needs ready as it starts: the `read` piece, to read the engine's
-/// messages, and the `keep` piece, so that the run can be saved as it goes
-/// ([`at_once`]). Each function of a piece is readied on its own
-/// (the module is fetched once).
-pub async fn when_run_starts() {
-    // Together: the worker's first message waits for the `read` piece.
-    let _ = futures_util::future::join3(
-        fetch_read_message(),
-        fetch_interrupted_document(),
-        fetch_records_json(),
-    )
-    .await;
+/// What a run needs ready as it starts, fetched one piece after another: the
+/// `read` piece, to read the engine's messages; the `keep` piece, so that the run
+/// can be saved as it goes ([`at_once`]); then the finished view's code
+/// (`finished`), which its end will want. The live view's own piece, which the
+/// results area asks for as the run starts, goes first.
+///
+/// One after another, not together: a piece's fetch is a `fetch` call and an
+/// instantiation per module it needs, and together the four need some seventy,
+/// which held the page thread for 70–90 ms in one task as the run started (the
+/// memory bench's long tasks). A piece at a time makes each a task of its own
+/// (and a module two pieces share is fetched once). Nothing waits on the order:
+/// the worker's first message waits for `read` however long it takes, the first
+/// save comes seconds later, and the run's end waits for `finished`.
+pub async fn when_run_starts(finished_view: ShowWhenReady) {
+    // The live view's piece, asked for in this same task, goes out alone.
+    gloo_timers::future::sleep(std::time::Duration::ZERO).await;
+    let _ = fetch_read_message().await;
+    let _ = fetch_interrupted_document().await;
+    let _ = fetch_records_json().await;
+    finished_view().await;
 }
 
 /// Fetches what showing a finished run needs: its view's code (a piece of the

@@ -376,7 +376,7 @@ impl RunController {
         }));
         // Saving the run as it goes writes its records at once: that code is
         // fetched now (see `in_progress`).
-        leptos::task::spawn_local(pieces::when_run_starts());
+        leptos::task::spawn_local(pieces::when_run_starts(self.finished_view));
         self.last_heard_ms.set_value(now_ms());
         self.problems.set(Vec::new());
         self.view.set(RunView::Running(None));

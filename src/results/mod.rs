@@ -114,10 +114,8 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
             {move || match shown.get() {
                 Shown::Idle => view! { <EmptyState lang=lang/> }.into_any(),
                 Shown::Running => {
-                    // Its end will want the finished view's code: fetched meanwhile.
-                    leptos::task::spawn_local(async {
-                        let _ = fetch_finished_view().await;
-                    });
+                    // Its end will want the finished view's code: the run fetches
+                    // it meanwhile (`pieces::when_run_starts`).
                     split_view(move || live_view(run, lang), fetch_live_view(), move || {
                         view! { <live::Starting lang=lang/> }.into_any()
                     })
