@@ -202,7 +202,7 @@ split_off! { share:
 /// save comes seconds later, and the run's end waits for `finished`.
 pub async fn when_run_starts(finished_view: ShowWhenReady) {
     // The live view's piece, asked for in this same task, goes out alone.
-    gloo_timers::future::sleep(std::time::Duration::ZERO).await;
+    crate::yield_to_browser().await;
     let _ = fetch_read_message().await;
     let _ = fetch_interrupted_document().await;
     let _ = fetch_records_json().await;

@@ -2,7 +2,9 @@
 // wasm-opt: every file raw and gzipped, and the total) and how soon the page is up
 // in headless Chromium on this machine: first contentful paint, and interactive
 // (the app mounted and its Run button there), median and range of several cold
-// loads, each in a fresh tab with the cache off. Prints figures; asserts nothing.
+// loads, each in a fresh tab with the cache off; and the page thread's longest task
+// while loading (the Long Tasks API, up to a second after the Run button exists:
+// what a visitor scrolling the page at once feels). Prints figures; asserts nothing.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -49,6 +51,7 @@ const browser = await launchBare();
 const paints = [];
 const fetchedOnDemand = new Set();
 const interactive = [];
+const longest = [];
 try {
   for (let i = 0; i < LOADS; i++) {
     const page = await browser.newPage('about:blank');
@@ -67,13 +70,20 @@ try {
             observer.disconnect();
           }
         }).observe(document, { childList: true, subtree: true });
+        globalThis.__longest = 0;
+        new PerformanceObserver((list) => {
+          for (const e of list.getEntries()) globalThis.__longest = Math.max(globalThis.__longest, e.duration);
+        }).observe({ type: 'longtask', buffered: true });
       })()`,
     });
     const loaded = page.once('Page.loadEventFired');
     await page.send('Page.navigate', { url: site.url });
     await loaded;
     await page.waitFor(`globalThis.__interactive !== undefined && globalThis.__fcp !== undefined`, 30_000, 50);
-    const t = await page.evaluate(`({ fcp: globalThis.__fcp, interactive: globalThis.__interactive })`);
+    // What the app does right after it is up (history read, the rest of the view)
+    // belongs to the load too.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const t = await page.evaluate(`({ fcp: globalThis.__fcp, interactive: globalThis.__interactive, longest: globalThis.__longest })`);
     const names = await page.evaluate(`performance.getEntriesByType('resource').map((e) => e.name)`);
     for (const name of names) {
       const file = new URL(name).pathname.slice(1);
@@ -81,6 +91,7 @@ try {
     }
     paints.push(t.fcp);
     interactive.push(t.interactive);
+    longest.push(t.longest);
     await page.close();
   }
 } finally {
@@ -93,3 +104,4 @@ const stats = (xs) => {
 };
 console.log(`on-demand files fetched by a first load: ${[...fetchedOnDemand].join(', ') || 'none'}`);
 console.log(`\n${LOADS} cold loads from loopback, cache off: first contentful paint ${stats(paints)}; interactive (the Run button exists) ${stats(interactive)}`);
+console.log(`the page thread's longest task while loading (0 when none is over 50 ms): ${stats(longest)}`);
