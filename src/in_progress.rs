@@ -79,7 +79,7 @@ pub fn save_chunk(saved: &Rc<RefCell<Saved>>, run_id: &str, records: &[RequestRe
         }
         (saved.n_saved, saved.next_seq)
     };
-    let Some(json) = pieces::at_once(records_json(records[from..].to_vec())) else {
+    let Some(json) = pieces::at_once(records_json(&records[from..])) else {
         return;
     };
     let upto = records.len();
@@ -107,7 +107,7 @@ pub fn save_chunk(saved: &Rc<RefCell<Saved>>, run_id: &str, records: &[RequestRe
 /// The page is being left: the records no chunk holds yet, written at once.
 pub fn save_tail(saved: &RefCell<Saved>, records: &[RequestRecord]) {
     let from = saved.borrow().n_saved.min(records.len());
-    let Some(json) = pieces::at_once(records_json(records[from..].to_vec())) else {
+    let Some(json) = pieces::at_once(records_json(&records[from..])) else {
         return;
     };
     if let Some(storage) = crate::local_storage() {

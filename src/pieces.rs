@@ -30,7 +30,9 @@ use std::{future::Future, sync::Arc};
 use futures_util::{future::LocalBoxFuture, FutureExt};
 use tokenmeter_core::{
     said,
-    schema::{Environment, Plan, RequestRecord, RunDocument, RunStatus, Said},
+    schema::{
+        Environment, Interruption, Plan, RequestRecord, RunCondition, RunDocument, RunStatus, Said,
+    },
     share, JsonParts,
 };
 
@@ -41,23 +43,47 @@ pub struct Interrupted {
     pub run_id: String,
     pub started_at: String,
     pub plan: Plan,
-    pub environment: Environment,
     pub records: Vec<RequestRecord>,
+    /// Why it did not finish.
+    pub cause: Interruption,
 }
 
 split_off! { keep, preload fetch_interrupted_document:
     /// The document of a run that did not finish (its statistics, verdict and
-    /// conditions, as the engine builds a finished one's). Fetched when a run
-    /// starts, so that saving the run as it goes builds its document at once.
+    /// conditions, as the engine builds a finished one's), measured in this
+    /// browser. Fetched when a run starts, so that saving the run as it goes
+    /// builds its document at once.
     pub fn interrupted_document(run: Interrupted) -> RunDocument {
+        let environment = measured_here(run.cause, &run.records);
         RunDocument::build(
             run.run_id,
             run.started_at,
             RunStatus::Cancelled,
             run.plan,
-            run.environment,
+            environment,
             run.records,
         )
+    }
+}
+
+/// Where an interrupted run was measured (this browser, this page's origin), and
+/// why it ended: what its document says of its environment.
+fn measured_here(cause: Interruption, records: &[RequestRecord]) -> Environment {
+    let get =
+        |object: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(object, &key.into()).ok();
+    let global = js_sys::global();
+    Environment {
+        user_agent: get(&global, "navigator")
+            .and_then(|n| get(&n, "userAgent"))
+            .and_then(|v| v.as_string()),
+        page_origin: get(&global, "location")
+            .and_then(|l| get(&l, "origin"))
+            .and_then(|v| v.as_string()),
+        conditions: vec![RunCondition::Interrupted {
+            cause,
+            n_records: records.iter().filter(|r| !r.warmup).count() as u64,
+        }],
+        ..Environment::default()
     }
 }
 
@@ -103,7 +129,7 @@ split_off! { keep:
 
 split_off! { keep, preload fetch_records_json:
     /// Records as JSON: a chunk of the run in progress, saved as it goes.
-    pub fn records_json(records: Vec<RequestRecord>) -> String {
+    pub fn records_json(records: &[RequestRecord]) -> String {
         serde_json::to_string(&records).expect("records serialise")
     }
 }

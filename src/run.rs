@@ -16,9 +16,7 @@ use leptos::prelude::*;
 use tokenmeter_core::{
     chart::OverTime,
     said,
-    schema::{
-        Environment, Interruption, Plan, RequestRecord, RunCondition, RunDocument, RunStatus, Said,
-    },
+    schema::{Interruption, Plan, RequestRecord, RunDocument, RunStatus, Said},
     Prompts,
 };
 use wasm_bindgen::{prelude::Closure, JsCast};
@@ -115,49 +113,16 @@ struct Partial {
 }
 
 impl Partial {
-    /// What the run's document is built from, as far as the run went, ended by `cause`.
-    fn interrupted(&self, cause: Interruption) -> Interrupted {
-        interrupted(
-            self.run_id.clone(),
-            self.started_at.clone(),
-            self.plan.clone(),
-            self.records.clone(),
+    /// What the run's document is built from, as far as the run went, ended by
+    /// `cause`: the run's records moved, not copied (the partial ends here).
+    fn into_interrupted(self, cause: Interruption) -> Interrupted {
+        Interrupted {
+            run_id: self.run_id,
+            started_at: self.started_at,
+            plan: self.plan,
+            records: self.records,
             cause,
-        )
-    }
-}
-
-/// What the document of a run that did not end is built from: as far as it went,
-/// ended by `cause`, measured in this browser.
-fn interrupted(
-    run_id: String,
-    started_at: String,
-    plan: Plan,
-    records: Vec<RequestRecord>,
-    cause: Interruption,
-) -> Interrupted {
-    let get =
-        |object: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(object, &key.into()).ok();
-    let global = js_sys::global();
-    let environment = Environment {
-        user_agent: get(&global, "navigator")
-            .and_then(|n| get(&n, "userAgent"))
-            .and_then(|v| v.as_string()),
-        page_origin: get(&global, "location")
-            .and_then(|l| get(&l, "origin"))
-            .and_then(|v| v.as_string()),
-        conditions: vec![RunCondition::Interrupted {
-            cause,
-            n_records: records.iter().filter(|r| !r.warmup).count() as u64,
-        }],
-        ..Environment::default()
-    };
-    Interrupted {
-        run_id,
-        started_at,
-        plan,
-        environment,
-        records,
+        }
     }
 }
 
@@ -173,13 +138,13 @@ pub async fn take_interrupted() -> Option<RunDocument> {
     if records.is_empty() {
         return None;
     }
-    let run = interrupted(
-        start.run_id,
-        start.started_at,
-        start.plan,
+    let run = Interrupted {
+        run_id: start.run_id,
+        started_at: start.started_at,
+        plan: start.plan,
         records,
-        Interruption::PageClosed,
-    );
+        cause: Interruption::PageClosed,
+    };
     interrupted_document(run).await.ok()
 }
 
@@ -280,20 +245,18 @@ impl RunController {
                     // The engine is gone mid-run: the run ends with what reached
                     // the page, and says why. An engine that never measured anything
                     // (it failed to load) leaves nothing to keep.
-                    let interrupted = partial.with_value(|p| {
-                        p.as_ref()
-                            .filter(|p| !p.records.is_empty())
-                            // The document keeps the English, as every reason it keeps.
-                            .map(|p| {
-                                p.interrupted(Interruption::EngineStopped { reason: reason.en })
-                            })
-                    });
-                    let Some(interrupted) = interrupted else {
+                    let taken = partial
+                        .try_update_value(Option::take)
+                        .flatten()
+                        .filter(|p| !p.records.is_empty());
+                    let Some(taken) = taken else {
                         end_partial(partial);
                         view.set(RunView::Idle);
                         return;
                     };
-                    partial.set_value(None);
+                    // The document keeps the English, as every reason it keeps.
+                    let interrupted =
+                        taken.into_interrupted(Interruption::EngineStopped { reason: reason.en });
                     let on_finished = Rc::clone(&on_finished);
                     leptos::task::spawn_local(async move {
                         match interrupted_document(interrupted).await {
