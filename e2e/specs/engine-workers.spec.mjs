@@ -23,6 +23,12 @@ async function planned(fields) {
   return { page, app, workers };
 }
 
+/** Polls `check` every 20 ms until it holds or `timeoutMs` has passed. */
+async function until(check, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
 /** Every measured record of `doc` against the simulator's truth: token counts
  * exact, TTFT within the tolerance run.spec allows (where the browser's queue is
  * not in it: at most six streams over HTTP/1.1); the run's ids each once. */
@@ -126,8 +132,7 @@ test('a helper that stops mid-run loses what it had in flight, said as the toolâ
   });
   await app.run();
   // Level 1 has one stream, so one worker; level 4 starts the helper.
-  const deadline = Date.now() + 40_000;
-  while (workers.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => workers.length >= 2, 40_000);
   assert.equal(workers.length, 2, 'a helper started');
   // Its streams under way, the helper ends itself, silently (as a worker the
   // browser stops does): no error reaches the measuring worker.
@@ -164,8 +169,7 @@ test('Cancel does not wait for a helper that is slow to start', async () => {
   await app.run();
   // Level 1 has one stream, so one worker: the measuring worker, which the page
   // starts for the run.
-  const deadline = Date.now() + 30_000;
-  while (workers.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => workers.length >= 1, 30_000);
   assert.equal(workers.length, 1, 'the measuring worker started');
   // From now on a helper it starts runs a script that never says Ready, so level
   // 4 waits for it (up to 15 s), as it would for a helper whose script is slow.
@@ -177,9 +181,7 @@ test('Cancel does not wait for a helper that is slow to start', async () => {
       return new Real(URL.createObjectURL(new Blob([''], { type: 'text/javascript' })), options);
     };
   });
-  while ((await workers[0].evaluate(() => self.helpersAsked)) < 1 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(async () => (await workers[0].evaluate(() => self.helpersAsked)) >= 1, 30_000);
   assert.equal(await workers[0].evaluate(() => self.helpersAsked), 1, 'level 4 asked for a helper');
   await app.cancel();
   // Well inside the 15 s a helper has to start: Cancel, not the wait, ended it.
