@@ -23,10 +23,21 @@ async function planned(fields) {
   return { page, app, workers };
 }
 
-/** Polls `check` every 20 ms until it holds or `timeoutMs` has passed. */
+/** Polls `check` every 20 ms until it holds or `timeoutMs` has passed; whether it held. */
 async function until(check, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** How many requests the simulator has running or waiting, by its /metrics. */
+async function atServer() {
+  const text = await (await fetch(`${new URL(suite.sim.baseUrl).origin}/metrics`)).text();
+  const gauge = (name) => Number(text.match(new RegExp(`^vllm:${name}\\{[^}]*\\} (\\S+)$`, 'm'))?.[1] ?? 0);
+  return gauge('num_requests_running') + gauge('num_requests_waiting');
 }
 
 /** Every measured record of `doc` against the simulator's truth: token counts
@@ -105,8 +116,9 @@ test('Cancel reaches every worker: their requests end cancelled, and the run is 
   });
   await app.run();
   await page.waitForFunction(() => document.querySelector('[data-testid="status"]')?.textContent.trim() === 'running');
-  // Both workers have streams in flight.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Both workers have streams in flight: all six are at the server (a fixed wait
+  // was not enough on a loaded machine).
+  assert.ok(await until(async () => (await atServer()) >= 6, 30_000), 'six streams under way');
   await app.cancel();
   await app.waitForStatus('cancelled', 30_000);
   assert.equal(workers.length, 2);
@@ -134,9 +146,12 @@ test('a helper that stops mid-run loses what it had in flight, said as the toolâ
   // Level 1 has one stream, so one worker; level 4 starts the helper.
   await until(() => workers.length >= 2, 40_000);
   assert.equal(workers.length, 2, 'a helper started');
-  // Its streams under way, the helper ends itself, silently (as a worker the
-  // browser stops does): no error reaches the measuring worker.
-  await new Promise((r) => setTimeout(r, 300));
+  // Once all four of level 4's streams are at the server (two of them the
+  // helper's; level 1 never has more than one), the helper ends itself, silently
+  // (as a worker the browser stops does): no error reaches the measuring worker.
+  // A fixed wait here was not enough on a loaded machine: a helper closed before
+  // it said Ready is left out, and the level runs on one worker.
+  assert.ok(await until(async () => (await atServer()) >= 4, 40_000), 'level 4 under way');
   await workers[1].evaluate(() => setTimeout(() => self.close(), 0));
   await app.waitForStatus('done', 60_000);
   const doc = await app.exportJson();
