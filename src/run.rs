@@ -420,8 +420,19 @@ impl RunController {
     }
 
     /// Aborts every request in flight; the worker then finishes with what it has.
+    /// Before the engine has started, the run is withdrawn at once: nothing was
+    /// sent, so there is nothing to keep, and the page does not wait for the engine.
     pub fn cancel(&self) {
         if self.view.with_untracked(RunView::is_running) {
+            if self.worker.withdraw_queued() {
+                end_partial(self.partial);
+                self.problems.set(vec![said!(
+                    "Cancelled before the engine had started: no request was sent, so there is no run to keep.",
+                    "在测量引擎启动之前已取消：没有发出任何请求，因此没有可保存的运行。"
+                )]);
+                self.view.set(RunView::Idle);
+                return;
+            }
             if let Err(problem) = self.worker.post_to_current(&ToWorker::Cancel) {
                 self.problems.set(vec![problem]);
             }

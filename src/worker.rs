@@ -150,6 +150,26 @@ impl EngineWorker {
         sent.unwrap_or(Ok(()))
     }
 
+    /// Takes back what waits for a worker still loading (a run's start, say), so
+    /// that it never reaches the worker; whether there was one loading. The worker
+    /// goes on loading, for the next message (it is told whether the page is
+    /// hidden, as every new worker is).
+    pub fn withdraw_queued(&self) -> bool {
+        let hidden = leptos::prelude::document().hidden();
+        self.state
+            .try_update_value(|state| match state {
+                WorkerState::Loading { queued, .. } => {
+                    queued.clear();
+                    if hidden {
+                        queued.push(json(&ToWorker::Visibility { hidden }));
+                    }
+                    true
+                }
+                _ => false,
+            })
+            .unwrap_or(false)
+    }
+
     // Long: the worker's start and its message handler, which share its state.
     fn start(&self) -> Result<Started, Said> {
         let generation = self.n_started.get_value() + 1;
