@@ -3,7 +3,8 @@
 // workers agrees with the simulator's truth as a run on one does, every request
 // once, on one clock; Cancel reaches every worker; a helper that stops mid-run
 // loses only what it had in flight, said as the tool's loss, and the run goes on;
-// Cancel does not wait for a helper that is slow to start.
+// a helper that stalls flags its level; Cancel does not wait for a helper that is
+// slow to start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useSuite } from '../lib/suite.mjs';
@@ -171,6 +172,38 @@ test('a helper that stops mid-run loses what it had in flight, said as the toolâ
   // Nor does the diagnosis blame the server's capacity, though level 1 was clean
   // and level 4 had failures.
   assert.equal(await page.locator('[data-testid="diagnosis-item"][data-cause="capacity_errors"]').count(), 0);
+  await page.close();
+});
+
+test('a helper that stalls flags its level, as the measuring worker would; a level without one is not flagged', async () => {
+  const { page, app, workers } = await planned({
+    levels: '2,6',
+    'requests-per-level': 12,
+    'max-tokens': 60,
+    'engine-workers': 2,
+  });
+  await app.run();
+  // Level 6's streams all at the server (level 2 never has more than two; over
+  // HTTP/1.1 the browser lets six through), the helper's among them: its loop is
+  // held for 300 ms, as a long task would hold it.
+  assert.ok(await until(async () => (await atServer()) >= 6, 60_000), 'level 6 under way');
+  assert.equal(workers.length, 2, 'a helper started');
+  await workers[1].evaluate(() => {
+    const t = performance.now();
+    while (performance.now() - t < 300);
+  });
+  await app.waitForStatus('done', 60_000);
+  const doc = await app.exportJson();
+  assert.deepEqual(doc.environment.engine_load.map((l) => l.workers), [2, 2]);
+  const lag = doc.environment.conditions.filter((c) => c.kind === 'engine_lag');
+  // The level's lag is its worst worker's: the helper's, which alone stalled.
+  assert.deepEqual(lag.map((c) => c.concurrency), [6], JSON.stringify(lag));
+  assert.ok(lag[0].lag_ms >= 250, `lag ${lag[0].lag_ms} ms`);
+  assert.ok(lag[0].stalls.n_events > 0, JSON.stringify(lag[0].stalls));
+  // Tokens are still exact; only their times were held.
+  const truth = await suite.sim.truth();
+  const byId = new Map(truth.requests.map((t) => [t.response_id, t]));
+  for (const r of doc.records) assert.equal(r.n_out, byId.get(r.response_id).tokens.length);
   await page.close();
 });
 
