@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use tokenmeter_core::{
     said,
-    schema::{Lang, Plan},
+    schema::{Lang, Plan, Said},
 };
 
 use crate::{
@@ -77,7 +77,8 @@ pub fn App() -> impl IntoView {
 /// shows: the run, read-only, in the results area, and a line saying so, with
 /// "Keep in history" (a shared run is not kept unless asked); or why the link
 /// holds no run. Hooks: `shared-run` (`data-state`: `reading`, `shown`, `kept`,
-/// `refused`), `shared-run-keep`, `shared-run-error`.
+/// `refused`), `shared-run-keep`, `shared-run-error`. Its code is the `share`
+/// piece's, which reading the link fetches anyway: a first visit carries none.
 #[component]
 fn SharedRun(run: RunController, history: History) -> impl IntoView {
     let fragment = web_sys::window()
@@ -85,6 +86,54 @@ fn SharedRun(run: RunController, history: History) -> impl IntoView {
         .and_then(|hash| hash.strip_prefix('#').map(str::to_owned))
         .filter(|f| f.starts_with(tokenmeter_core::share::FRAGMENT));
     let fragment = fragment?;
+    Some(crate::pieces::split_view(
+        move || shared_run(fragment.clone(), run, history),
+        fetch_shared_run(),
+        || shared_run_callout("reading", || view! { <span>{reading()}</span> }.into_any()),
+        |missing| refused(missing.said()),
+    ))
+}
+
+/// The line a shared run's callout shows while the link is read.
+fn reading() -> AnyView {
+    words(w(
+        "Reading the run this link holds…",
+        "正在读取链接中的运行结果…",
+    ))
+    .into_any()
+}
+
+/// The callout, in `state` (a [`SharedState::name`]), holding `inner`.
+fn shared_run_callout(
+    state: &'static str,
+    inner: impl Fn() -> AnyView + Send + Sync + 'static,
+) -> AnyView {
+    view! {
+        <div class="callout shared-run" data-testid="shared-run" data-state=state>{inner}</div>
+    }
+    .into_any()
+}
+
+/// The callout saying why the link holds no run.
+fn refused(why: Said) -> AnyView {
+    let lang = language::current();
+    shared_run_callout("refused", move || {
+        let why = why.clone();
+        view! { <span class="field-error" data-testid="shared-run-error">{move || why.text(lang.get()).to_owned()}</span> }
+            .into_any()
+    })
+}
+
+split_off! { share, preload fetch_shared_run:
+    /// A shared run's callout, from `fragment`: the run read, shown and offered for
+    /// keeping.
+    fn shared_run(fragment: String, run: RunController, history: History) -> AnyView {
+        view! { <SharedRunRead fragment=fragment run=run history=history/> }.into_any()
+    }
+}
+
+#[component]
+fn SharedRunRead(fragment: String, run: RunController, history: History) -> impl IntoView {
     let lang = language::current();
     let state = RwSignal::new(SharedState::Reading);
     leptos::task::spawn_local(async move {
@@ -111,13 +160,17 @@ fn SharedRun(run: RunController, history: History) -> impl IntoView {
             Err(why) => state.set(SharedState::Refused(why)),
         }
     });
-    Some(view! {
-        <div class="callout shared-run" data-testid="shared-run" data-state=move || state.with(SharedState::name)>
-            {move || match state.get() {
-                SharedState::Reading => view! { <span>{words(w("Reading the run this link holds…", "正在读取链接中的运行结果…"))}</span> }.into_any(),
-                SharedState::Shown(document) => {
-                    let (run_id, started_at) = (document.run_id.clone(), document.started_at.clone());
-                    view! {
+    move || {
+        let now = state.get();
+        let name = now.name();
+        match now {
+            SharedState::Reading => {
+                shared_run_callout(name, || view! { <span>{reading()}</span> }.into_any())
+            }
+            SharedState::Shown(document) => shared_run_callout(name, move || {
+                let document = document.clone();
+                let (run_id, started_at) = (document.run_id.clone(), document.started_at.clone());
+                view! {
                         <span>
                             {move || if lang.get() == Lang::Zh {
                                 format!("这是通过链接分享的运行结果 {run_id}（{started_at}）：只读，不含逐请求记录，不在你的历史记录中。")
@@ -129,15 +182,16 @@ fn SharedRun(run: RunController, history: History) -> impl IntoView {
                             history.keep(document.clone());
                             state.set(SharedState::Kept);
                         }>{words(w("Keep in history", "保存到历史记录"))}</button>
-                    }.into_any()
-                }
-                SharedState::Kept => view! { <span>{words(w("Kept in history.", "已保存到历史记录。"))}</span> }.into_any(),
-                SharedState::Refused(why) => view! {
-                    <span class="field-error" data-testid="shared-run-error">{move || why.text(lang.get()).to_owned()}</span>
-                }.into_any(),
-            }}
-        </div>
-    })
+                    }
+                    .into_any()
+            }),
+            SharedState::Kept => shared_run_callout(name, || {
+                view! { <span>{words(w("Kept in history.", "已保存到历史记录。"))}</span> }
+                    .into_any()
+            }),
+            SharedState::Refused(why) => refused(why),
+        }
+    }
 }
 
 /// Where a shared run's link is.

@@ -1,6 +1,7 @@
 //! The lazily loaded pieces of a split build (see `split_off!` in `lib.rs`): which
 //! there are, when each is fetched ahead of its use, and how a fetched one is used
-//! at once. The page's modules depend on this one, never on each other for a piece.
+//! at once ([`at_once`], [`split_view`]). The page's modules depend on this one,
+//! never on each other for a piece.
 //!
 //! | piece | its code | fetched |
 //! |---|---|---|
@@ -14,7 +15,7 @@
 //! | `exports` | `results/export.rs`: the files a run exports to | on the first export |
 //! | `imports` | `history/panel.rs`: other tools' results read | on the first import |
 //! | `locust` | `config/locust.rs`: the plan as a locustfile | on the first Locust export |
-//! | `share` | here: a finished run as a link, and a link's run | on the first share, or when the page opens with a run's link |
+//! | `share` | here: a finished run as a link, and a link's run; `app.rs`: the callout of a page opened with one | on the first share, or when the page opens with a run's link |
 //!
 //! A view's piece is declared where its code is (the split moves the function's
 //! body and all it alone reaches); the `keep` and `read` pieces serve `run`,
@@ -28,6 +29,7 @@
 use std::{future::Future, sync::Arc};
 
 use futures_util::{future::LocalBoxFuture, FutureExt};
+use leptos::{prelude::*, wasm_split::SplitLoaderError};
 use tokenmeter_core::{
     said,
     schema::{
@@ -249,4 +251,34 @@ pub type ShowWhenReady = fn() -> LocalBoxFuture<'static, ()>;
 /// else would break it, so nothing but `split_off!` functions come here.
 pub fn at_once<T>(call: impl Future<Output = Result<T, PieceMissing>>) -> Option<T> {
     call.now_or_never().and_then(Result::ok)
+}
+
+/// A view whose code is split off (see `split_off!`), built by `build`: at once
+/// when its code is here, else `waiting` until `preload` has fetched it, or
+/// `missing` when it could not be. Never a pending `Suspend`: what the run's status
+/// says is on the page the moment it is said (scripts read the view as soon as the
+/// status changes), and a view whose code is here is never a frame late.
+pub fn split_view<F>(
+    build: impl Fn() -> F + Send + Sync + 'static,
+    preload: impl Future<Output = Result<(), SplitLoaderError>> + 'static,
+    waiting: impl Fn() -> AnyView + Send + Sync + 'static,
+    missing: fn(PieceMissing) -> AnyView,
+) -> AnyView
+where
+    F: Future<Output = Result<AnyView, PieceMissing>>,
+{
+    if let Some(shown) = at_once(build()) {
+        return shown;
+    }
+    let now = move || at_once(build()).ok_or(PieceMissing);
+    let fetched = RwSignal::new(None::<bool>);
+    leptos::task::spawn_local_scoped(async move {
+        fetched.set(Some(preload.await.is_ok()));
+    });
+    (move || match fetched.get() {
+        None => waiting(),
+        Some(true) => now().unwrap_or_else(missing),
+        Some(false) => missing(PieceMissing),
+    })
+    .into_any()
 }

@@ -12,17 +12,17 @@ mod export;
 mod finished;
 mod live;
 
-use std::{future::Future, sync::Arc};
+use std::sync::Arc;
 
 use futures_util::future::LocalBoxFuture;
-use leptos::{prelude::*, wasm_split::SplitLoaderError};
+use leptos::prelude::*;
 use tokenmeter_core::schema::{Lang, RunDocument};
 
 use crate::{
     glossary::MetricGlossary,
     history::History,
     language::say,
-    pieces::at_once,
+    pieces::split_view,
     run::{RunController, Shown},
     PieceMissing,
 };
@@ -62,39 +62,12 @@ split_off! { live, preload fetch_live_view:
     }
 }
 
-/// A view whose code is split off (see `split_off!`), built by `build`: at once
-/// when its code is here, else `waiting` until `preload` has fetched it. Never a
-/// pending `Suspend`: what the run's status says is on the page the moment it is
-/// said (scripts read the view as soon as the status changes), and a view whose
-/// code is here is never a frame late.
-fn split_view<F>(
-    build: impl Fn() -> F + Send + Sync + 'static,
-    preload: impl Future<Output = Result<(), SplitLoaderError>> + 'static,
-    waiting: impl Fn() -> AnyView + Send + Sync + 'static,
-) -> AnyView
-where
-    F: Future<Output = Result<AnyView, PieceMissing>>,
-{
-    fn missing(why: PieceMissing) -> AnyView {
-        let lang = crate::language::current();
-        let said = why.said();
-        view! { <p class="callout warn" data-testid="results-missing">{move || said.text(lang.get()).to_owned()}</p> }
-            .into_any()
-    }
-    if let Some(shown) = at_once(build()) {
-        return shown;
-    }
-    let now = move || at_once(build()).ok_or(PieceMissing);
-    let fetched = RwSignal::new(None::<bool>);
-    leptos::task::spawn_local_scoped(async move {
-        fetched.set(Some(preload.await.is_ok()));
-    });
-    (move || match fetched.get() {
-        None => waiting(),
-        Some(true) => now().unwrap_or_else(missing),
-        Some(false) => missing(PieceMissing),
-    })
-    .into_any()
+/// What the results area says when a view's code could not be fetched.
+fn missing(why: PieceMissing) -> AnyView {
+    let lang = crate::language::current();
+    let said = why.said();
+    view! { <p class="callout warn" data-testid="results-missing">{move || said.text(lang.get()).to_owned()}</p> }
+        .into_any()
 }
 
 #[component]
@@ -116,9 +89,12 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                 Shown::Running => {
                     // Its end will want the finished view's code: the run fetches
                     // it meanwhile (`pieces::when_run_starts`).
-                    split_view(move || live_view(run, lang), fetch_live_view(), move || {
-                        view! { <live::Starting lang=lang/> }.into_any()
-                    })
+                    split_view(
+                        move || live_view(run, lang),
+                        fetch_live_view(),
+                        move || view! { <live::Starting lang=lang/> }.into_any(),
+                        missing,
+                    )
                 }
                 Shown::Finished(document) => {
                     let document = document.0;
@@ -129,6 +105,7 @@ pub fn ResultsPanel(run: RunController, history: History, lang: RwSignal<Lang>) 
                             view! { <p class="muted">{say(lang, "Loading the results…", "正在加载结果…")}</p> }
                                 .into_any()
                         },
+                        missing,
                     )
                 }
             }}
