@@ -1,4 +1,5 @@
 // Every run is kept, so the next can be compared with it; exported runs import back.
+// Leaving the page before a kept run's copy is written asks first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -284,4 +285,40 @@ test('a run is compared with several kept runs at once, each in its colour', asy
   assert.deepEqual(await pointsOf('ttft_p95_baseline2'), []);
   assert.equal(await app.byTestId('compare-said-other').count(), 0);
   await context.close();
+});
+
+test('leaving before a kept run is written asks first; once it is written, leaving does not', async () => {
+  const page = await suite.browser.newPage();
+  const app = new AppPage(page);
+  // The code that writes a run for history is held, as on a slow connection: the
+  // run is listed, its copy not written.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await page.route(/-split\/split_keep\.wasm$/, async (route) => {
+    await held;
+    await route.continue();
+  });
+  await app.open(suite.site.url);
+  await app.fillPlan({ 'base-url': suite.sim.baseUrl, levels: '1', 'requests-per-level': 2, 'max-tokens': 8, warmup: 0 });
+  await app.run();
+  await app.waitForStatus('done');
+  assert.equal(await app.byTestId('history-row').count(), 1);
+  assert.deepEqual(await app.storedRuns(), [], 'not written yet');
+  const dialogs = [];
+  page.on('dialog', async (dialog) => {
+    dialogs.push(dialog.type());
+    await dialog.dismiss();
+  });
+  // A reload, refused at the question: the page stays as it was.
+  await page.reload({ timeout: 3_000 }).catch(() => {});
+  assert.deepEqual(dialogs, ['beforeunload'], 'the page asked before leaving an unwritten run');
+  assert.equal(await app.status(), 'done', 'staying keeps the page');
+  // The code arrives; the copy is written, and leaving no longer asks.
+  release();
+  assert.equal((await app.waitForStoredRuns(1)).length, 1);
+  await page.reload();
+  assert.deepEqual(dialogs, ['beforeunload'], 'asked once, before the copy was written');
+  await app.byTestId('history-row').first().waitFor();
+  assert.equal(await app.byTestId('history-row').count(), 1, 'the written copy is there after the reload');
+  await page.close();
 });
